@@ -1,0 +1,132 @@
+"""``tiered-memory``: the command line.
+
+Errors are one readable line on stderr and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+from .errors import TieredMemoryError
+
+# A scripted conversation long enough to leave a small window: the user plans a trip.
+DEMO_TURNS: list[tuple[str, str]] = [
+    ("Hi! My name is Alice and I'm planning a two-week trip to Japan next April.",
+     "Nice to meet you, Alice! April is cherry-blossom season, a lovely time to go. Which cities are you thinking of?"),
+    ("Tokyo and Kyoto for sure, maybe Osaka. I prefer quiet neighbourhoods over nightlife.",
+     "Then stay in Yanaka or Kagurazaka in Tokyo, and Higashiyama in Kyoto: old streets, small shrines, early nights."),
+    ("My budget is about 3,000 euros, flights excluded. Is that enough?",
+     "Yes. Mid-range hotels run 100-150 euros a night, a 14-day rail pass about 450 euros, and food 40 euros a day."),
+    ("I'm vegetarian, by the way. Will that be hard?",
+     "A little: dashi (fish stock) hides in many dishes. Look for shojin ryori, Buddhist temple cuisine, especially in Kyoto."),
+    ("Remember that I can't stand crowded trains in the morning.",
+     "Noted: I'll plan transfers after 10 am, when the commuter rush is over."),
+    ("What should I pack for April weather?",
+     "Layers: 10-20 °C days, cool evenings, some rain. A light waterproof jacket and comfortable walking shoes."),
+    ("Can you suggest a day trip from Kyoto?",
+     "Nara: the deer park and Todai-ji, 45 minutes by train. Or Uji for green tea and the Byodo-in temple."),
+    ("I love green tea, so Uji it is! How do I get there?",
+     "Take the JR Nara line from Kyoto Station to Uji, about 20 minutes, covered by the rail pass."),
+    ("Should I book the ryokan in Hakone now?",
+     "Yes, for April weekends book two to three months ahead. Ask for a room with a private onsen if you prefer quiet."),
+    ("What's the best way to get from Tokyo to Hakone?",
+     "The Odakyu Romancecar from Shinjuku, 85 minutes, then the Hakone loop: railway, cable car, ropeway and boat."),
+    ("How much cash should I carry?",
+     "Carry 20,000-30,000 yen: many temples, small restaurants and rural buses still take cash only."),
+    ("Last question: any etiquette tips?",
+     "Shoes off indoors, no tipping, quiet on trains, and bow slightly when thanking someone. Enjoy the trip, Alice!"),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tiered-memory`` command."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except TieredMemoryError as exc:
+        print(f"tiered-memory: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tiered-memory: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` and the like: stop quietly, as Unix tools do.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - flushed at exit, never read
+        return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tiered-memory", description="Layered memory for LangChain and LangGraph agents."
+    )
+    sub = parser.add_subparsers(title="commands")
+    demo = sub.add_parser(
+        "demo", help="run a scripted conversation offline and show what the model is sent"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, default=None, help="memory directory (default: a new temporary one)"
+    )
+    demo.add_argument(
+        "--max-tokens", type=int, default=450, help="the demo model's context window (default: 450)"
+    )
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from .config import MemoryConfig
+    from .manager import TieredMemory
+
+    config = MemoryConfig(max_tokens=args.max_tokens, system_reserve=60, output_reserve=100)
+    with tempfile.TemporaryDirectory(prefix="tiered-memory-demo-") as tmp:
+        data_dir = args.data_dir or Path(tmp)
+        with TieredMemory(data_dir, config) as memory:
+            user, thread = "alice", f"demo-{len(memory.threads('alice')) + 1}"
+            print(f"memory in {memory.data_dir}  (thread {thread!r})")
+            print(
+                f"budget: {config.max_tokens} tokens - {config.output_reserve} output reserve = "
+                f"{config.context_budget}; system reserve {config.system_reserve}\n"
+            )
+            memory.after_turn(user, thread, [SystemMessage("You are a concise travel assistant.")])
+            print(f"{'turn':>4}  {'log':>4}  {'sent':>4}  {'evicted':>7}  {'tokens':>13}")
+            for n, (question, answer) in enumerate(DEMO_TURNS, 1):
+                context = memory.before_turn(user, thread)
+                # The model would be called here with context.messages + [the question].
+                memory.after_turn(user, thread, [HumanMessage(question), AIMessage(answer)])
+                usage = context.token_usage
+                print(
+                    f"{n:>4}  {len(memory.get_messages(user, thread)):>4}  "
+                    f"{len(context.window):>4}  {context.evicted:>7}  "
+                    f"{usage.total:>6}/{usage.budget:<6}"
+                )
+            context = memory.before_turn(user, thread)
+            print("\nwhat the model would be sent now:")
+            for message in context.messages:
+                text = textwrap.shorten(message.text, 90, placeholder=" …")
+                print(f"  [{message.type:>6}] {text}")
+            print("\ntoken accounting:")
+            for section, tokens in context.token_usage.items():
+                print(f"  {section:<10} {tokens:>6}")
+            usage = context.token_usage
+            print(f"  {'total':<10} {usage.total:>6} of {usage.budget} ({usage.remaining} free)")
+            print(
+                f"\n{context.evicted} older messages left the window; all "
+                f"{len(memory.get_messages(user, thread))} stay in the log (memory.get_messages)."
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Configuration of a :class:`~langchain_tiered_memory.TieredMemory`.
+
+The defaults are the seed design's numbers. Every value is validated when the config is
+built, so a bad value fails at construction with a message that names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+
+#: The smallest window budget a config may leave: below it not even one truncated message
+#: with its marker fits, and the model would be sent nothing of the conversation.
+MIN_WINDOW_TOKENS = 64
+
+
+class MemoryConfig(BaseModel):
+    """Budgets and forgetting parameters of the memory layers.
+
+    Token budgets are in the counter's tokens (tiktoken ``cl100k_base`` by default). The
+    context budget is ``max_tokens - output_reserve``; every message and memory section sent
+    to the model is counted against it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    max_tokens: int = Field(
+        100_000, gt=0, description="The model's context window, in tokens."
+    )
+    system_reserve: int = Field(
+        5_000,
+        ge=0,
+        description=(
+            "Tokens kept for the system prompt. A pinned system message from the thread is "
+            "charged to it; what it leaves unused stays free for a prompt the caller adds "
+            "outside the memory (a prompt template, an agent's prompt)."
+        ),
+    )
+    output_reserve: int = Field(
+        4_000, ge=0, description="Tokens kept free for the model's answer."
+    )
+    summary_max_tokens: int = Field(
+        2_000, ge=0, description="Upper bound of a thread's running summary."
+    )
+    importance_threshold: float = Field(
+        0.6, ge=0.0, le=1.0, description="Extracted memories below this importance are not stored."
+    )
+    decay: float = Field(
+        0.95,
+        ge=0.0,
+        le=1.0,
+        description="Daily decay factor: effective importance = importance × decay^days.",
+    )
+    access_boost: float = Field(
+        0.1, ge=0.0, le=1.0, description="Importance added each time a memory is recalled (capped)."
+    )
+    max_memories_per_user: int = Field(
+        10_000, gt=0, description="Per-user cap; the lowest effective importance goes first."
+    )
+    merge_threshold: float = Field(
+        0.95,
+        ge=0.0,
+        le=1.0,
+        description="A new memory with cosine above this to an old one merges into it.",
+    )
+    score_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="Recalled memories scoring below this are dropped."
+    )
+
+    @model_validator(mode="after")
+    def _check_budget(self) -> MemoryConfig:
+        window = self.max_tokens - self.system_reserve - self.output_reserve
+        if window < MIN_WINDOW_TOKENS:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) must exceed system_reserve "
+                f"({self.system_reserve}) + output_reserve ({self.output_reserve}) by at least "
+                f"{MIN_WINDOW_TOKENS} tokens, so that the conversation window has room; raise "
+                "max_tokens or lower the reserves"
+            )
+        return self
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from None
+
+    @property
+    def context_budget(self) -> int:
+        """Tokens available for everything sent to the model: ``max_tokens - output_reserve``."""
+        return self.max_tokens - self.output_reserve
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "MemoryConfig"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{field}: {msg} (got {err.get('input')!r})" if err["loc"] else msg)
+    return "invalid MemoryConfig: " + "; ".join(parts)

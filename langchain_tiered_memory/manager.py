@@ -1,0 +1,502 @@
+"""``TieredMemory``: one turn's memory work, ``before_turn`` and ``after_turn``, over one budget.
+
+``before_turn`` is the latency-critical path and makes no LLM call: it reads the thread's
+cached index, asks each memory section for its text, and fits the window into what is left.
+``after_turn`` appends the turn's messages to the durable log (the only synchronous write)
+and records which messages have left the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+    message_to_dict,
+    messages_from_dict,
+)
+
+from .config import MemoryConfig
+from .context import OVERHEAD, SYSTEM, WINDOW, ContextSection, MemoryContext, TokenUsage, render_memory_block
+from .errors import (
+    ConfigError,
+    InvalidIdentifierError,
+    InvalidInputError,
+    InvalidMessageError,
+    MemoryClosedError,
+    ThreadOwnershipError,
+)
+from .storage import IndexRow, NewMessage, Storage, ThreadRow
+from .tokens import TokenCounter, TokenCounterLike, make_counter
+from .window import ThreadIndex, fit_group, select, truncate_message
+
+if TYPE_CHECKING:
+    from .integrations.chat_history import TieredChatMessageHistory
+
+MAX_ID_LENGTH = 512
+# Threads whose index stays in memory; an evicted one is rebuilt from SQLite on next use.
+_CACHED_THREADS = 256
+
+
+class SectionProvider(Protocol):
+    """A memory layer that contributes a section to the context (summary, entities, …)."""
+
+    name: str
+
+    def section(
+        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
+    ) -> ContextSection | None:
+        """The layer's section for this turn, at most ``max_tokens`` tokens, or ``None``."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What :meth:`TieredMemory.after_turn` stored."""
+
+    stored: int
+    duplicates: int
+    seqs: list[int]
+    evicted: int
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """A thread of a user, as listed by :meth:`TieredMemory.threads`."""
+
+    thread_id: str
+    user_id: str
+    messages: int
+    created_at: str
+    updated_at: str
+
+
+class TieredMemory:
+    """Layered memory for LangChain and LangGraph agents, stored under one directory.
+
+    Args:
+        data_dir: Directory of the memory; ``memory.db`` is created in it.
+        config: Budgets and forgetting parameters (a :class:`MemoryConfig` or a dict).
+        model: Chat model for the layers that need an LLM (summary, extraction).
+        embeddings: Embeddings for the long-term layers.
+        token_counter: A chat model or a callable over a list of messages, to count tokens
+            instead of tiktoken ``cl100k_base``.
+
+    Use it as a context manager, or call :meth:`close` when done.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path = "./memory",
+        config: MemoryConfig | dict[str, Any] | None = None,
+        model: BaseChatModel | None = None,
+        embeddings: Embeddings | None = None,
+        *,
+        token_counter: TokenCounterLike | TokenCounter | None = None,
+    ) -> None:
+        self.config = _as_config(config)
+        self.model = model
+        self.embeddings = embeddings
+        self.counter = make_counter(token_counter)
+        self._storage = Storage(data_dir)
+        self._lock = threading.RLock()
+        self._indexes: OrderedDict[str, ThreadIndex] = OrderedDict()
+        self._memory_tokens: dict[str, int] = {}
+        self._sections: list[SectionProvider] = []
+        self._clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        """The directory holding this memory."""
+        return self._storage.data_dir
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until the work scheduled by earlier turns is done.
+
+        Every write of this version is synchronous, so this returns at once; it is the
+        call to make before reading results that background work produces.
+        """
+        self._check_open()
+
+    def close(self) -> None:
+        """Finish pending work and release the database. Safe to call twice."""
+        self._storage.close()
+        with self._lock:
+            self._indexes.clear()
+
+    def __enter__(self) -> TieredMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._storage.closed:
+            raise MemoryClosedError("this TieredMemory is closed; create a new one")
+
+    # --- the turn ---------------------------------------------------------------------
+
+    def before_turn(self, user_id: str, thread_id: str, query: str | None = None) -> MemoryContext:
+        """What to send the model this turn, within the context budget.
+
+        ``query`` is what memory sections search for; by default the thread's newest human
+        message. No LLM is called.
+        """
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        if query is not None and not isinstance(query, str):
+            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        with self._lock:
+            thread = self._storage.thread(thread_id)
+            _check_owner(thread, user_id)
+            index = self._index(thread)
+            avail = self._available()
+            system_msg, system_tokens = self._system_message(index)
+            system_charge = max(self.config.system_reserve, system_tokens)
+            if query is None and index is not None:
+                query = self._last_human_text(index)
+            sections = self._build_sections(user_id, thread, query, (avail - system_charge) // 2)
+            block = render_memory_block(sections)
+            block_tokens = self.counter.count_message(block) if block is not None else 0
+            if thread is not None:
+                self._memory_tokens[thread_id] = block_tokens
+            window, window_tokens, start, truncated = self._window(
+                index, avail - system_charge - block_tokens
+            )
+        usage: dict[str, int] = {SYSTEM: system_tokens}
+        usage.update({s.name: s.tokens for s in sections})
+        if block is not None:
+            # The fence and headings around the sections cost tokens too.
+            usage["memory_frame"] = block_tokens - sum(s.tokens for s in sections)
+        usage[WINDOW] = window_tokens
+        usage[OVERHEAD] = self.counter.overhead
+        messages = [m for m in (system_msg, block) if m is not None] + window
+        return MemoryContext(
+            user_id=user_id,
+            thread_id=thread_id,
+            messages=messages,
+            token_usage=TokenUsage(usage, self.config.context_budget),
+            sections=tuple(sections),
+            window=window,
+            system_message=system_msg,
+            evicted=start,
+            truncated=truncated,
+            query=query,
+        )
+
+    async def abefore_turn(
+        self, user_id: str, thread_id: str, query: str | None = None
+    ) -> MemoryContext:
+        """Async :meth:`before_turn` (runs in a worker thread: SQLite is blocking)."""
+        return await asyncio.to_thread(self.before_turn, user_id, thread_id, query)
+
+    def after_turn(
+        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]
+    ) -> TurnResult:
+        """Append the turn's messages to the thread's log, durably, before anything else.
+
+        A message whose ``id`` the thread already holds is skipped, so sending the same
+        messages again stores nothing twice. Messages without an ``id`` get one.
+        """
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        items = _normalise(messages)
+        rows = [self._serialise(m) for m in items]
+        now = self._clock().isoformat()
+        with self._lock:
+            result = self._storage.append_messages(
+                user_id, thread_id, rows, counter=self.counter.name, now=now
+            )
+            index = self._indexes.get(thread_id)
+            seqs = [seq for seq, _ in result.stored]
+            if index is not None and index.key == result.thread.key and seqs and index.next_seq == seqs[0]:
+                # Nobody appended in between: extend the cached index without a read.
+                by_id = {r.message_id: r for r in rows}
+                index.extend(
+                    [
+                        IndexRow(
+                            seq, by_id[mid].type, by_id[mid].tokens, self.counter.name,
+                            by_id[mid].tool_calls,
+                        )
+                        for seq, mid in result.stored
+                    ]
+                )
+            evicted = self._record_eviction(result.thread)
+        return TurnResult(len(seqs), result.duplicates, seqs, evicted)
+
+    async def aafter_turn(
+        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]
+    ) -> TurnResult:
+        """Async :meth:`after_turn` (runs in a worker thread: SQLite is blocking)."""
+        return await asyncio.to_thread(self.after_turn, user_id, thread_id, messages)
+
+    # --- reading the log --------------------------------------------------------------
+
+    def get_messages(self, user_id: str, thread_id: str) -> list[BaseMessage]:
+        """Every message of the thread's log, evicted ones included, oldest first."""
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        thread = self._storage.thread(thread_id)
+        _check_owner(thread, user_id)
+        if thread is None or thread.next_seq == 0:
+            return []
+        data = self._storage.message_data(thread.key, 0, thread.next_seq - 1)
+        return messages_from_dict([data[s] for s in sorted(data)])
+
+    def threads(self, user_id: str) -> list[ThreadInfo]:
+        """The user's threads, most recently active first."""
+        _check_id("user_id", user_id)
+        return [
+            ThreadInfo(t.thread_id, t.user_id, t.next_seq, t.created_at, t.updated_at)
+            for t in self._storage.threads_of(user_id)
+        ]
+
+    def chat_history(self, user_id: str, thread_id: str) -> TieredChatMessageHistory:
+        """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""
+        from .integrations.chat_history import TieredChatMessageHistory
+
+        return TieredChatMessageHistory(self, user_id, thread_id)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of what is stored, and the database's size on disk."""
+        return {"data_dir": str(self.data_dir), **self._storage.counts()}
+
+    # --- forgetting -------------------------------------------------------------------
+
+    def forget(self, *, user_id: str | None = None, thread_id: str | None = None) -> dict[str, int]:
+        """Delete a thread (``thread_id``), or everything of a user (``user_id`` alone).
+
+        With both, the thread is deleted only if it is that user's. Returns counts of what
+        was deleted. This is the only way messages leave the log.
+        """
+        if user_id is None and thread_id is None:
+            raise InvalidInputError("forget() needs user_id=, thread_id=, or both")
+        if user_id is not None:
+            _check_id("user_id", user_id)
+        if thread_id is not None:
+            _check_id("thread_id", thread_id)
+        with self._lock:
+            if thread_id is not None:
+                counts = self._storage.forget_thread(thread_id, user_id)
+                self._indexes.pop(thread_id, None)
+                self._memory_tokens.pop(thread_id, None)
+            else:
+                assert user_id is not None
+                counts = self._storage.forget_user(user_id)
+                # Thread ids are global, and the cache does not know owners: drop it all.
+                self._indexes.clear()
+                self._memory_tokens.clear()
+        return counts
+
+    # --- internals --------------------------------------------------------------------
+
+    def _serialise(self, message: BaseMessage) -> NewMessage:
+        if message.id is None:
+            message = message.model_copy(update={"id": str(uuid.uuid4())})
+        data = message_to_dict(message)
+        try:
+            text = _json_dumps(data)
+        except (TypeError, ValueError) as exc:
+            raise InvalidMessageError(
+                f"{type(message).__name__} {message.id!r} cannot be stored: {exc}; keep "
+                "message content and kwargs JSON-serialisable"
+            ) from exc
+        calls = len(message.tool_calls) if isinstance(message, AIMessage) else 0
+        return NewMessage(
+            str(message.id), message.type, text, self.counter.count_message(message), calls
+        )
+
+    def _index(self, thread: ThreadRow | None) -> ThreadIndex | None:
+        """The thread's index, brought up to date with what other processes appended."""
+        if thread is None:
+            return None
+        index = self._indexes.get(thread.thread_id)
+        if index is None or index.key != thread.key or index.generation != thread.generation:
+            index = ThreadIndex(thread.key, thread.generation)
+            self._indexes[thread.thread_id] = index
+            while len(self._indexes) > _CACHED_THREADS:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(thread.thread_id)
+        if index.next_seq < thread.next_seq:
+            index.extend(self._recounted(index.key, self._storage.message_index(index.key, index.next_seq - 1)))
+        return index
+
+    def _recounted(self, thread_key: int, rows: list[IndexRow]) -> list[IndexRow]:
+        """Rows counted by another counter, recounted with ours (and the new count stored)."""
+        stale = [r.seq for r in rows if r.counter != self.counter.name]
+        if not stale:
+            return rows
+        data = self._storage.message_data_at(thread_key, stale)
+        counts = {s: self.counter.count_message(messages_from_dict([data[s]])[0]) for s in stale}
+        self._storage.update_token_counts(thread_key, list(counts.items()), counter=self.counter.name)
+        return [
+            IndexRow(r.seq, r.type, counts.get(r.seq, r.tokens), self.counter.name, r.tool_calls)
+            for r in rows
+        ]
+
+    def _load(self, thread_key: int) -> Callable[[list[int]], dict[int, BaseMessage]]:
+        def load(seqs: list[int]) -> dict[int, BaseMessage]:
+            data = self._storage.message_data(thread_key, seqs[0], seqs[-1])
+            wanted = [s for s in seqs if s in data]
+            return dict(zip(wanted, messages_from_dict([data[s] for s in wanted])))
+
+        return load
+
+    def _available(self) -> int:
+        """The context budget less the request's fixed overhead."""
+        return self.config.context_budget - self.counter.overhead
+
+    def _system_cap(self) -> int:
+        # A system prompt may outgrow its reserve, but never take more than half of the
+        # budget: the conversation keeps room.
+        return max(self.config.system_reserve, self._available() // 2)
+
+    def _system_message(self, index: ThreadIndex | None) -> tuple[BaseMessage | None, int]:
+        if index is None or index.system_seq is None:
+            return None, 0
+        seq = index.system_seq
+        if seq not in index.messages:
+            index.messages.update(self._load(index.key)([seq]))
+        message, tokens = index.messages[seq], index.system_tokens
+        cap = self._system_cap()
+        if tokens > cap:
+            cut = truncate_message(message, cap, self.counter)
+            if cut is None:
+                return None, 0
+            message, tokens = cut, self.counter.count_message(cut)
+        return message, tokens
+
+    def _last_human_text(self, index: ThreadIndex) -> str | None:
+        for i in range(len(index) - 1, max(len(index) - 20, 0) - 1, -1):
+            if index.is_tool[i]:
+                continue
+            messages = index.load(i, self._load(index.key))
+            if isinstance(messages[0], HumanMessage):
+                return messages[0].text
+        return None
+
+    def _build_sections(
+        self, user_id: str, thread: ThreadRow | None, query: str | None, budget: int
+    ) -> list[ContextSection]:
+        sections: list[ContextSection] = []
+        for provider in self._sections:
+            if budget <= 0:
+                break
+            section = provider.section(user_id, thread, query, budget)
+            if section is not None and section.text.strip():
+                tokens = section.tokens or self.counter.count_text(section.text)
+                sections.append(ContextSection(section.name, section.text, tokens))
+                budget -= tokens
+        return sections
+
+    def _window(
+        self, index: ThreadIndex | None, budget: int
+    ) -> tuple[list[BaseMessage], int, int, bool]:
+        """The window's messages, their tokens, how many messages precede it, truncation."""
+        if index is None or len(index) == 0:
+            return [], 0, 0, False
+        chosen = select(index, budget)
+        window = index.load(chosen.start, self._load(index.key))
+        if len(index.messages) > 2 * len(window) + 64:
+            index.drop_before(chosen.start)
+        if not chosen.truncate:
+            return window, index.tokens(chosen.start), chosen.start, False
+        counts = [index.tokens(i, i + 1) for i in range(chosen.start, len(index))]
+        fitted = fit_group(window, budget, self.counter, counts)
+        if not fitted:
+            return [], 0, len(index), True
+        return fitted, sum(self.counter.count_message(m) for m in fitted), chosen.start, True
+
+    def _record_eviction(self, thread: ThreadRow) -> int:
+        """Mark the messages now outside the window as evicted; returns how many there are."""
+        index = self._index(thread)
+        if index is None or len(index) == 0:
+            return 0
+        system_charge = max(self.config.system_reserve, min(index.system_tokens, self._system_cap()))
+        # The memory block's size is that of this thread's last before_turn: the best
+        # estimate of what the next one will take.
+        budget = self._available() - system_charge - self._memory_tokens.get(thread.thread_id, 0)
+        start = select(index, budget).start
+        if start > 0 and index.seqs[start - 1] > thread.evicted_through:
+            self._storage.set_evicted_through(index.key, index.seqs[start - 1])
+        return start
+
+
+def _as_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:
+    if config is None:
+        return MemoryConfig()
+    if isinstance(config, MemoryConfig):
+        return config
+    if isinstance(config, dict):
+        return MemoryConfig(**config)
+    raise ConfigError(f"config must be a MemoryConfig or a dict, got {type(config).__name__}")
+
+
+def _check_id(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise InvalidIdentifierError(f"{name} must be a non-empty str, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidIdentifierError(f"{name} must be a non-empty str, got {value!r}")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidIdentifierError(f"{name} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+    if "\x00" in value:
+        raise InvalidIdentifierError(f"{name} must not contain NUL characters")
+
+
+def _check_owner(thread: ThreadRow | None, user_id: str) -> None:
+    if thread is not None and thread.user_id != user_id:
+        raise ThreadOwnershipError(
+            f"thread {thread.thread_id!r} belongs to another user; thread ids are global (as "
+            "in LangGraph), so give each user's threads ids of their own"
+        )
+
+
+def _normalise(messages: Any) -> list[BaseMessage]:
+    if isinstance(messages, (str, bytes, BaseMessage, dict)) or not isinstance(messages, Sequence):
+        raise InvalidMessageError(
+            f"messages must be a list of LangChain messages, got {type(messages).__name__}; "
+            "wrap a single message in a list"
+        )
+    out: list[BaseMessage] = []
+    for i, item in enumerate(messages):
+        if isinstance(item, RemoveMessage):
+            raise InvalidMessageError(
+                f"messages[{i}] is a RemoveMessage; the log is append-only, use forget() to delete"
+            )
+        if isinstance(item, BaseMessage):
+            out.append(message_chunk_to_message(item))
+            continue
+        if isinstance(item, (dict, tuple)):
+            try:
+                out.extend(convert_to_messages([item]))
+                continue
+            except Exception as exc:
+                raise InvalidMessageError(f"messages[{i}] is not a valid message: {exc}") from exc
+        raise InvalidMessageError(
+            f"messages[{i}] is a {type(item).__name__}, not a message; pass LangChain "
+            "messages (HumanMessage, AIMessage, …), role/content dicts or (role, content) tuples"
+        )
+    return out
+
+
+def _json_dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False)
+

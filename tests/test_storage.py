@@ -1,0 +1,205 @@
+"""The SQLite log: durable, shared by threads and processes, and careful with files not its own."""
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import (
+    CorruptDatabaseError,
+    DataDirError,
+    ForeignDatabaseError,
+    SchemaVersionError,
+    StorageError,
+    TieredMemory,
+    TieredMemoryError,
+)
+from langchain_tiered_memory.storage import APPLICATION_ID, MIGRATIONS, Storage
+
+
+def test_messages_survive_reopening(data_dir, small_config):
+    with TieredMemory(data_dir, small_config) as m:
+        m.after_turn("u", "t", [HumanMessage("my name is Alice", id="h1"), AIMessage("Hi Alice!")])
+        before = m.before_turn("u", "t").messages
+    with TieredMemory(data_dir, small_config) as m:
+        after = m.before_turn("u", "t").messages
+        assert [(x.type, x.text, x.id) for x in after] == [(x.type, x.text, x.id) for x in before]
+        assert after[0].id == "h1"
+        assert m.threads("u")[0].messages == 2
+
+
+def test_the_file_is_wal_and_versioned(data_dir):
+    with TieredMemory(data_dir):
+        pass
+    conn = sqlite3.connect(data_dir / "memory.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == max(MIGRATIONS)
+    assert {"threads", "messages", "meta"} <= {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+
+
+def test_a_migration_step_runs_once_and_keeps_data(data_dir):
+    with TieredMemory(data_dir) as m:
+        m.after_turn("u", "t", [HumanMessage("kept")])
+    calls = []
+
+    def to_2(db):
+        calls.append(1)
+        db["extra"].create({"id": int}, pk="id")
+
+    s = Storage(data_dir, migrations={**MIGRATIONS, 2: to_2})
+    s.close()
+    s = Storage(data_dir, migrations={**MIGRATIONS, 2: to_2})
+    assert s.db["extra"].exists() and calls == [1]
+    assert s.counts()["messages"] == 1
+    s.close()
+    # The package at schema 1 now refuses the newer file instead of misreading it.
+    with pytest.raises(SchemaVersionError, match="upgrade"):
+        TieredMemory(data_dir)
+
+
+def test_a_failed_migration_leaves_the_old_version(data_dir):
+    with TieredMemory(data_dir):
+        pass
+
+    def broken(db):
+        db["half"].create({"id": int}, pk="id")
+        raise RuntimeError("boom")
+
+    with pytest.raises(Exception, match="boom"):
+        Storage(data_dir, migrations={**MIGRATIONS, 2: broken})
+    conn = sqlite3.connect(data_dir / "memory.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "half" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+
+
+def _bytes(path):
+    return path.read_bytes()
+
+
+def test_a_garbage_file_is_refused_and_not_overwritten(data_dir):
+    data_dir.mkdir()
+    db = data_dir / "memory.db"
+    db.write_bytes(b"this is not sqlite at all" * 100)
+    before = _bytes(db)
+    with pytest.raises(CorruptDatabaseError, match="left untouched"):
+        TieredMemory(data_dir)
+    assert _bytes(db) == before
+
+
+def test_a_damaged_sqlite_file_is_refused_and_not_overwritten(data_dir):
+    with TieredMemory(data_dir) as m:
+        for i in range(50):
+            m.after_turn("u", "t", [HumanMessage("x" * 500)])
+    db = data_dir / "memory.db"
+    raw = bytearray(_bytes(db))
+    raw[100:4096] = b"\xff" * (4096 - 100)  # smash the schema page after the header
+    db.write_bytes(bytes(raw))
+    for side in ("memory.db-wal", "memory.db-shm"):
+        (data_dir / side).unlink(missing_ok=True)
+    before = _bytes(db)
+    with pytest.raises(CorruptDatabaseError):
+        TieredMemory(data_dir)
+    assert _bytes(db) == before
+
+
+def test_a_foreign_database_is_refused_and_not_modified(data_dir):
+    data_dir.mkdir()
+    db = data_dir / "memory.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices (total) VALUES (9.5)")
+    conn.commit()
+    conn.close()
+    before = _bytes(db)
+    with pytest.raises(ForeignDatabaseError, match="another application"):
+        TieredMemory(data_dir)
+    assert _bytes(db) == before
+
+
+def test_an_empty_file_is_a_new_memory(data_dir):
+    data_dir.mkdir()
+    (data_dir / "memory.db").write_bytes(b"")
+    with TieredMemory(data_dir) as m:
+        m.after_turn("u", "t", [HumanMessage("hi")])
+        assert len(m.get_messages("u", "t")) == 1
+
+
+def test_unusable_data_dirs(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for bad in (a_file, a_file / "below", "/proc/1/no-such-dir"):
+        with pytest.raises(DataDirError) as err:
+            TieredMemory(bad)
+        assert "data_dir" in str(err.value)
+    d = tmp_path / "d"
+    (d / "memory.db").mkdir(parents=True)
+    with pytest.raises(DataDirError, match="is a directory"):
+        TieredMemory(d)
+
+
+def test_one_base_class(tmp_path):
+    for cls in (CorruptDatabaseError, DataDirError, ForeignDatabaseError, SchemaVersionError):
+        assert issubclass(cls, StorageError) and issubclass(cls, TieredMemoryError)
+
+
+# --- concurrency -------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from langchain_core.messages import HumanMessage
+    from langchain_tiered_memory import TieredMemory
+    data_dir, name, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with TieredMemory(data_dir) as m:
+        for i in range(n):
+            m.after_turn("u", "shared", [HumanMessage(f"{name}:{i}")])
+    """
+)
+
+
+def _check_order(messages, writers, n):
+    seen = {w: [] for w in writers}
+    for m in messages:
+        name, i = m.text.split(":")
+        seen[name].append(int(i))
+    for w in writers:
+        assert seen[w] == list(range(n)), w  # none lost, none doubled, each writer's order kept
+
+
+def test_two_threads_and_two_processes_append_to_one_file(data_dir):
+    n = 500
+    with TieredMemory(data_dir) as m:
+        m.after_turn("u", "shared", [HumanMessage("start:0")])
+        procs = [
+            subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir), f"proc{k}", str(n)])
+            for k in range(2)
+        ]
+        errors = []
+
+        def write(name):
+            try:
+                for i in range(n):
+                    m.after_turn("u", "shared", [HumanMessage(f"{name}:{i}")])
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(f"thread{k}",)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [p.wait(timeout=300) for p in procs] == [0, 0]
+        assert not errors
+        log = m.get_messages("u", "shared")[1:]
+        assert len(log) == 4 * n
+        _check_order(log, ["thread0", "thread1", "proc0", "proc1"], n)
+        # This process's cached window has caught up with what the others appended.
+        ctx = m.before_turn("u", "shared")
+        assert ctx.window[-1].id == log[-1].id
+    with TieredMemory(data_dir) as m2:
+        assert len(m2.get_messages("u", "shared")) == 4 * n + 1
