@@ -62,3 +62,34 @@ class TokenCounterError(TieredMemoryError):
 
 class EmbeddingError(TieredMemoryError):
     """The embedding model cannot be loaded or returned unusable vectors."""
+
+
+class ExtractionError(TieredMemoryError):
+    """The chat model's extraction answer was unusable (malformed, wrong types, a timeout).
+
+    Raised inside background jobs, which retry and finally record the reason; a turn's
+    messages are stored before extraction runs, so they are never lost to it.
+    """
+
+
+class ExtractionTimeoutError(ExtractionError):
+    """The chat model did not answer the extraction call in time."""
+
+
+class VectorStoreError(TieredMemoryError):
+    """The vector backend (Qdrant Edge shard or Qdrant server) cannot be used."""
+
+
+class ShardLockedError(VectorStoreError):
+    """Another process has the Qdrant Edge shard open; only one process may."""
+
+
+class EmbeddingMismatchError(VectorStoreError):
+    """The embedding model or dimension differs from the one the collection was built with.
+
+    Run ``memory.reindex()`` (or ``tiered-memory reindex``) to rebuild the vectors.
+    """
+
+
+class NotFoundError(InvalidInputError):
+    """The memory, entity or episode asked for does not exist (for that user)."""
