@@ -6,7 +6,7 @@ built, so a bad value fails at construction with a message that names the field.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -68,6 +68,43 @@ class MemoryConfig(BaseModel):
     )
     score_threshold: float = Field(
         0.5, ge=0.0, le=1.0, description="Recalled memories scoring below this are dropped."
+    )
+
+    entities_max_tokens: int = Field(
+        1_000, ge=0, description="Upper bound of the entities section of the context."
+    )
+    memories_max_tokens: int = Field(
+        2_000, ge=0, description="Upper bound of the long-term memories section."
+    )
+    episodes_max_tokens: int = Field(
+        1_000, ge=0, description="Upper bound of the past-episodes section."
+    )
+    memories_k: int = Field(5, ge=0, description="Long-term memories recalled per turn.")
+    episodes_k: int = Field(3, ge=0, description="Past episodes recalled per turn.")
+    job_mode: Literal["inline", "background"] = Field(
+        "background",
+        description=(
+            "How extraction and summary jobs run: in a worker thread (agents), or inside "
+            "after_turn (tests, notebooks). Either way they are journaled first."
+        ),
+    )
+    job_max_attempts: int = Field(5, ge=1, description="Attempts before a job is marked failed.")
+    job_backoff_seconds: float = Field(
+        2.0, ge=0.0, description="Delay before the first retry; doubles with each attempt."
+    )
+    job_lease_seconds: float = Field(
+        300.0, gt=0.0, description="How long a worker owns a job before another may take it."
+    )
+    llm_timeout_seconds: float = Field(
+        60.0, gt=0.0, description="An extraction call taking longer fails (and is retried)."
+    )
+    idle_timeout_minutes: float | None = Field(
+        None,
+        gt=0.0,
+        description=(
+            "A thread idle this long gets its episode written (checked when the memory "
+            "opens and by the background worker); None: only end_session() writes episodes."
+        ),
     )
 
     @model_validator(mode="after")

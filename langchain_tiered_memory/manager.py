@@ -9,6 +9,7 @@ and records which messages have left the window.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import uuid
@@ -42,11 +43,15 @@ from .errors import (
     MemoryClosedError,
     ThreadOwnershipError,
 )
-from .storage import IndexRow, NewMessage, Storage, ThreadRow
+from .entities import Entity, EntityLayer, name_key, updates
+from .jobs import JobRunner
+from .storage import IndexRow, JobRow, NewMessage, Storage, SummaryUpdate, ThreadRow
+from .summary import SummaryLayer
 from .tokens import TokenCounter, TokenCounterLike, make_counter
 from .window import ThreadIndex, fit_group, select, truncate_message
 
 if TYPE_CHECKING:
+    from .extraction import Extractor
     from .integrations.chat_history import TieredChatMessageHistory
 
 MAX_ID_LENGTH = 512
@@ -117,8 +122,22 @@ class TieredMemory:
         self._lock = threading.RLock()
         self._indexes: OrderedDict[str, ThreadIndex] = OrderedDict()
         self._memory_tokens: dict[str, int] = {}
-        self._sections: list[SectionProvider] = []
         self._clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        self._extractor: Extractor | None = None
+        self._summary = SummaryLayer(self._storage, self.counter, self.config.summary_max_tokens)
+        self._entities = EntityLayer(self._storage, self.counter, self.config.entities_max_tokens)
+        # Order is priority: a section early in the list is served first from the budget.
+        self._sections: list[SectionProvider] = [self._summary, self._entities]
+        self._jobs = JobRunner(
+            self._storage,
+            {"extract": self._run_extract_job},
+            mode=self.config.job_mode,
+            max_attempts=self.config.job_max_attempts,
+            backoff_seconds=self.config.job_backoff_seconds,
+            lease_seconds=self.config.job_lease_seconds,
+        )
+        # Work journaled by an earlier process that stopped mid-way resumes now.
+        self._jobs.notify()
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -127,16 +146,32 @@ class TieredMemory:
         """The directory holding this memory."""
         return self._storage.data_dir
 
-    def flush(self, timeout: float | None = None) -> None:
-        """Wait until the work scheduled by earlier turns is done.
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor of entities, memories and summaries: the LLM one, or offline."""
+        if self._extractor is None:
+            from .extraction import make_extractor
 
-        Every write of this version is synchronous, so this returns at once; it is the
-        call to make before reading results that background work produces.
+            self._extractor = make_extractor(
+                self.model, timeout=self.config.llm_timeout_seconds, counter=self.counter
+            )
+        return self._extractor
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the jobs of earlier turns are done (or failed for good).
+
+        Returns ``False`` if ``timeout`` seconds passed first. Call it before reading what
+        background jobs produce (summaries, entities, memories).
         """
         self._check_open()
+        return self._jobs.flush(timeout)
 
     def close(self) -> None:
-        """Finish pending work and release the database. Safe to call twice."""
+        """Stop the job worker and release the database. Safe to call twice.
+
+        Jobs not yet run stay in the journal and run when the directory is opened again.
+        """
+        self._jobs.close()
         self._storage.close()
         with self._lock:
             self._indexes.clear()
@@ -178,7 +213,7 @@ class TieredMemory:
             if thread is not None:
                 self._memory_tokens[thread_id] = block_tokens
             window, window_tokens, start, truncated = self._window(
-                index, avail - system_charge - block_tokens
+                index, avail - system_charge - block_tokens, thread
             )
         usage: dict[str, int] = {SYSTEM: system_tokens}
         usage.update({s.name: s.tokens for s in sections})
@@ -222,7 +257,7 @@ class TieredMemory:
         now = self._clock().isoformat()
         with self._lock:
             result = self._storage.append_messages(
-                user_id, thread_id, rows, counter=self.counter.name, now=now
+                user_id, thread_id, rows, counter=self.counter.name, now=now, job_kind="extract"
             )
             index = self._indexes.get(thread_id)
             seqs = [seq for seq, _ in result.stored]
@@ -239,6 +274,8 @@ class TieredMemory:
                     ]
                 )
             evicted = self._record_eviction(result.thread)
+        if seqs:
+            self._jobs.notify()
         return TurnResult(len(seqs), result.duplicates, seqs, evicted)
 
     async def aafter_turn(
@@ -275,16 +312,56 @@ class TieredMemory:
         return TieredChatMessageHistory(self, user_id, thread_id)
 
     def stats(self) -> dict[str, Any]:
-        """Counts of what is stored, and the database's size on disk."""
-        return {"data_dir": str(self.data_dir), **self._storage.counts()}
+        """Counts of what is stored, the database's size, and the job journal's state.
+
+        ``failed_jobs`` lists the jobs that failed for good, with their reasons.
+        """
+        jobs = self._storage.job_counts()
+        return {
+            "data_dir": str(self.data_dir),
+            **self._storage.counts(),
+            "extractor": "offline" if self.extractor.offline else self.extractor.name,
+            "jobs": {k: jobs.get(k, 0) for k in ("pending", "running", "done", "failed")},
+            "failed_jobs": [
+                {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
+                for j in self._storage.jobs("failed", limit=20)
+            ],
+        }
+
+    # --- summary and entities ---------------------------------------------------------
+
+    def summary(self, user_id: str, thread_id: str) -> str | None:
+        """The thread's running summary of evicted messages, ``None`` if there is none yet."""
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        thread = self._storage.thread(thread_id)
+        _check_owner(thread, user_id)
+        return self._summary.current(thread)
+
+    def entities(self, user_id: str) -> list[Entity]:
+        """The user's entity profiles, most recently updated first."""
+        _check_id("user_id", user_id)
+        return self._entities.all(user_id)
+
+    def entity(self, user_id: str, name: str) -> Entity | None:
+        """One entity profile with its attribute history; names match case-insensitively."""
+        _check_id("user_id", user_id)
+        return self._entities.get(user_id, name)
 
     # --- forgetting -------------------------------------------------------------------
 
-    def forget(self, *, user_id: str | None = None, thread_id: str | None = None) -> dict[str, int]:
-        """Delete a thread (``thread_id``), or everything of a user (``user_id`` alone).
+    def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        entity: str | None = None,
+    ) -> dict[str, int]:
+        """Delete a thread, an entity of a user, or everything of a user, in every layer.
 
-        With both, the thread is deleted only if it is that user's. Returns counts of what
-        was deleted. This is the only way messages leave the log.
+        ``thread_id``: the thread (with ``user_id``, only if it is theirs). ``user_id`` and
+        ``entity``: that entity's profile and history. ``user_id`` alone: all of the user.
+        Returns counts of what was deleted. This is the only way messages leave the log.
         """
         if user_id is None and thread_id is None:
             raise InvalidInputError("forget() needs user_id=, thread_id=, or both")
@@ -292,6 +369,12 @@ class TieredMemory:
             _check_id("user_id", user_id)
         if thread_id is not None:
             _check_id("thread_id", thread_id)
+        if entity is not None:
+            if user_id is None or thread_id is not None:
+                raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
+            if not isinstance(entity, str) or not entity.strip():
+                raise InvalidInputError("entity must be a non-empty name")
+            return {"entities": self._storage.forget_entity(user_id, name_key(entity))}
         with self._lock:
             if thread_id is not None:
                 counts = self._storage.forget_thread(thread_id, user_id)
@@ -304,6 +387,92 @@ class TieredMemory:
                 self._indexes.clear()
                 self._memory_tokens.clear()
         return counts
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def _messages(self, thread_key: int, first: int, last: int) -> list[BaseMessage]:
+        if last < first:
+            return []
+        data = self._storage.message_data(thread_key, first, last)
+        return messages_from_dict([data[s] for s in sorted(data)])
+
+    def _run_extract_job(self, job: JobRow, worker: str) -> None:
+        """One extraction call for the thread's new messages, folding evicted ones into the summary.
+
+        The model's answer is saved in the journal before it is applied, so a retry after a
+        crash replays the same answer instead of asking again; applying it twice changes
+        nothing.
+        """
+        thread = self._storage.thread_by_key(job.thread_key) if job.thread_key is not None else None
+        if thread is None:  # forgotten since: nothing to do
+            self._storage.finish_job(job.id, worker)
+            return
+        through = min(json.loads(job.payload)["through_seq"], thread.next_seq - 1)
+        first = thread.extracted_through + 1
+        ev_first, ev_last = thread.summarized_through + 1, thread.evicted_through
+        if first > through and ev_last < ev_first:
+            self._storage.finish_job(job.id, worker)  # a later job already covered it
+            return
+        if job.result:
+            result = json.loads(job.result)
+        else:
+            result = self._extract(thread, first, through, ev_first, ev_last)
+            self._storage.save_job_result(job.id, worker, result)
+        from .extraction import TurnExtraction
+
+        extraction = TurnExtraction.model_validate(result["extraction"])
+        summary = result.get("summary")
+        self._storage.complete_extraction(
+            job,
+            worker,
+            user_id=thread.user_id,
+            thread_id=thread.thread_id,
+            entities=updates(extraction.entities, result.get("source_message")),
+            summary=None if summary is None else _summary_update(summary),
+            extracted_through=result["through"],
+            now=self._clock().isoformat(),
+        )
+
+    def _extract(
+        self, thread: ThreadRow, first: int, through: int, ev_first: int, ev_last: int
+    ) -> dict[str, Any]:
+        new = [m for m in self._messages(thread.key, first, through) if m.type != "system"]
+        evicted = [m for m in self._messages(thread.key, ev_first, ev_last) if m.type != "system"]
+        current = self._summary.current(thread)
+        known = [e.name for e in self._entities.relevant(thread.user_id, None, limit=50)]
+        extractor = self.extractor
+        extraction = extractor.extract_turn(
+            new,
+            summary=current,
+            evicted=evicted,
+            known_entities=known,
+            summary_max_tokens=self.config.summary_max_tokens,
+        )
+        summary = None
+        if evicted:
+            text = extraction.summary
+            if not text or not text.strip():
+                # Asked for a summary and given none: fold extractively rather than leave the
+                # evicted messages in neither the window nor the summary.
+                from .offline import extractive_summary
+
+                text = extractive_summary(
+                    evicted, previous=current, max_tokens=self.config.summary_max_tokens, counter=self.counter
+                )
+            bounded = self._summary.bounded(
+                text,
+                first_seq=ev_first,
+                last_seq=ev_last,
+                compress=None if extractor.offline else extractor.compress_summary,
+            )
+            summary = dataclasses.asdict(bounded)
+        humans = [m for m in new if isinstance(m, HumanMessage)]
+        return {
+            "extraction": extraction.model_dump(mode="json"),
+            "summary": summary,
+            "through": through,
+            "source_message": (humans[-1].id if humans else (new[-1].id if new else None)),
+        }
 
     # --- internals --------------------------------------------------------------------
 
@@ -408,12 +577,15 @@ class TieredMemory:
         return sections
 
     def _window(
-        self, index: ThreadIndex | None, budget: int
+        self, index: ThreadIndex | None, budget: int, thread: ThreadRow | None
     ) -> tuple[list[BaseMessage], int, int, bool]:
-        """The window's messages, their tokens, how many messages precede it, truncation."""
-        if index is None or len(index) == 0:
+        """The window's messages, their tokens, how many messages precede it, truncation.
+
+        The window starts after the summarised messages: none is both summarised and sent.
+        """
+        if index is None or thread is None or len(index) == 0:
             return [], 0, 0, False
-        chosen = select(index, budget)
+        chosen = select(index, budget, thread.summarized_through)
         window = index.load(chosen.start, self._load(index.key))
         if len(index.messages) > 2 * len(window) + 64:
             index.drop_before(chosen.start)
@@ -434,7 +606,7 @@ class TieredMemory:
         # The memory block's size is that of this thread's last before_turn: the best
         # estimate of what the next one will take.
         budget = self._available() - system_charge - self._memory_tokens.get(thread.thread_id, 0)
-        start = select(index, budget).start
+        start = select(index, budget, thread.summarized_through).start
         if start > 0 and index.seqs[start - 1] > thread.evicted_through:
             self._storage.set_evicted_through(index.key, index.seqs[start - 1])
         return start
@@ -495,6 +667,10 @@ def _normalise(messages: Any) -> list[BaseMessage]:
             "messages (HumanMessage, AIMessage, …), role/content dicts or (role, content) tuples"
         )
     return out
+
+
+def _summary_update(data: dict[str, Any]) -> SummaryUpdate:
+    return SummaryUpdate(**data)
 
 
 def _json_dumps(data: dict[str, Any]) -> str:

@@ -12,7 +12,9 @@ when a thread or a user is explicitly forgotten.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import time
 import os
 import sqlite3
 import threading
@@ -94,9 +96,112 @@ def _migrate_to_1(db: sqlite_utils.Database) -> None:
     db["messages"].create_index(["user_id"])
 
 
+def _migrate_to_2(db: sqlite_utils.Database) -> None:
+    """Summaries, entity profiles with attribute history, the job journal and episodes."""
+    # Watermarks of the work done on a thread's log: summarised (left the window and folded
+    # into the summary) and extracted (entities and memories taken from it).
+    db["threads"].add_column("summarized_through", int, not_null_default=-1)
+    db["threads"].add_column("extracted_through", int, not_null_default=-1)
+    db["summaries"].create(
+        {
+            "thread_key": int,
+            "user_id": str,
+            "text": str,
+            "tokens": int,
+            "first_seq": int,
+            "last_seq": int,
+            "updated_at": str,
+        },
+        pk="thread_key",
+        not_null={"user_id", "text", "tokens", "first_seq", "last_seq", "updated_at"},
+        foreign_keys=[("thread_key", "threads", "id")],
+    )
+    db["summaries"].create_index(["user_id"])
+    db["entities"].create(
+        {
+            "id": int,
+            "user_id": str,
+            "name": str,
+            "name_key": str,
+            "type": str,
+            "search_text": str,
+            "source": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"user_id", "name", "name_key", "type", "search_text", "created_at", "updated_at"},
+    )
+    db["entities"].create_index(["user_id", "name_key"], unique=True)
+    db["entities"].create_index(["user_id", "updated_at"])
+    # Triggers keep the index in step with every write, inside the same transaction.
+    db["entities"].enable_fts(["name", "search_text"], create_triggers=True, tokenize="unicode61")
+    db["entity_attributes"].create(
+        {
+            "id": int,
+            "entity_id": int,
+            "key": str,
+            "value": str,
+            "learned_at": str,
+            "source": str,
+            "source_message": str,
+            "superseded_at": str,
+        },
+        pk="id",
+        not_null={"entity_id", "key", "value", "learned_at"},
+        foreign_keys=[("entity_id", "entities", "id")],
+    )
+    db["entity_attributes"].create_index(["entity_id", "key"])
+    db["jobs"].create(
+        {
+            "id": int,
+            "key": str,
+            "kind": str,
+            "user_id": str,
+            "thread_key": int,
+            "payload": str,
+            "result": str,
+            "status": str,
+            "attempts": int,
+            "next_run_at": float,
+            "lease_until": float,
+            "leased_by": str,
+            "last_error": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"key", "kind", "user_id", "payload", "status", "attempts", "next_run_at", "created_at", "updated_at"},
+        defaults={"attempts": 0, "status": "pending"},
+    )
+    db["jobs"].create_index(["key"], unique=True)
+    db["jobs"].create_index(["status", "next_run_at"])
+    db["jobs"].create_index(["user_id"])
+    db["episodes"].create(
+        {
+            "id": str,
+            "user_id": str,
+            "thread_id": str,
+            "started_at": str,
+            "ended_at": str,
+            "summary": str,
+            "decisions": str,
+            "outcome": str,
+            "topics": str,
+            "first_seq": int,
+            "last_seq": int,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={"user_id", "thread_id", "started_at", "ended_at", "summary", "decisions", "outcome", "topics", "first_seq", "last_seq", "created_at"},
+    )
+    db["episodes"].create_index(["thread_id", "last_seq"], unique=True)
+    db["episodes"].create_index(["user_id", "ended_at"])
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``. Each runs in
 #: one transaction with the version bump, so a crash leaves the old version intact.
-MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {1: _migrate_to_1}
+MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {1: _migrate_to_1, 2: _migrate_to_2}
 
 
 # --- rows -------------------------------------------------------------------------------
@@ -114,6 +219,8 @@ class ThreadRow:
     next_seq: int
     generation: int
     evicted_through: int
+    summarized_through: int = -1
+    extracted_through: int = -1
 
 
 @dataclass(frozen=True)
@@ -149,8 +256,120 @@ class AppendResult:
     duplicates: int
 
 
+@dataclass(frozen=True)
+class SummaryRow:
+    """A thread's running summary and the message range it covers."""
+
+    thread_key: int
+    user_id: str
+    text: str
+    tokens: int
+    first_seq: int
+    last_seq: int
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class SummaryUpdate:
+    """A new running summary for a thread, covering messages up to ``last_seq``."""
+
+    text: str
+    tokens: int
+    first_seq: int
+    last_seq: int
+
+
+@dataclass(frozen=True)
+class AttributeRow:
+    """One value an entity's attribute had: when it was learned, from where, until when."""
+
+    key: str
+    value: str
+    learned_at: str
+    #: The thread the value was learned in, and the message.
+    source: str | None
+    source_message: str | None
+    superseded_at: str | None
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    """An entity with its attributes (current ones, or the whole history)."""
+
+    id: int
+    user_id: str
+    name: str
+    name_key: str
+    type: str
+    created_at: str
+    updated_at: str
+    attributes: tuple[AttributeRow, ...]
+
+
+@dataclass(frozen=True)
+class EntityUpdate:
+    """What one turn says of an entity; ``name_key`` is its normalised name."""
+
+    name: str
+    name_key: str
+    type: str
+    attributes: dict[str, str]
+    #: Id of the message the values were learned from.
+    source_message: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A row of the job journal."""
+
+    id: int
+    key: str
+    kind: str
+    user_id: str
+    thread_key: int | None
+    payload: str
+    result: str | None
+    status: str
+    attempts: int
+    next_run_at: float
+    lease_until: float | None
+    leased_by: str | None
+    last_error: str | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One finished session of a thread."""
+
+    id: str
+    user_id: str
+    thread_id: str
+    started_at: str
+    ended_at: str
+    summary: str
+    decisions: list[str]
+    outcome: str
+    topics: list[str]
+    first_seq: int
+    last_seq: int
+    created_at: str
+
+
+_JOB_COLUMNS = (
+    "id, key, kind, user_id, thread_key, payload, result, status, attempts, next_run_at, "
+    "lease_until, leased_by, last_error, created_at, updated_at"
+)
+_EPISODE_COLUMNS = (
+    "id, user_id, thread_id, started_at, ended_at, summary, decisions, outcome, topics, "
+    "first_seq, last_seq, created_at"
+)
+
+
 _THREAD_COLUMNS = (
-    "id, thread_id, user_id, created_at, updated_at, next_seq, generation, evicted_through"
+    "id, thread_id, user_id, created_at, updated_at, next_seq, generation, evicted_through, "
+    "summarized_through, extracted_through"
 )
 
 
@@ -312,6 +531,12 @@ class Storage:
             ).fetchone()
         return ThreadRow(*row) if row else None
 
+    def thread_by_key(self, key: int) -> ThreadRow | None:
+        """The thread with storage key ``key``, or ``None`` if it was forgotten."""
+        with self._read() as conn:
+            row = conn.execute(f"SELECT {_THREAD_COLUMNS} FROM threads WHERE id = ?", (key,)).fetchone()
+        return ThreadRow(*row) if row else None
+
     def threads_of(self, user_id: str) -> list[ThreadRow]:
         """The user's threads, most recently updated first."""
         with self._read() as conn:
@@ -330,11 +555,14 @@ class Storage:
         *,
         counter: str,
         now: str,
+        job_kind: str | None = None,
     ) -> AppendResult:
         """Append ``messages`` to the thread in one transaction, creating it if needed.
 
         ``counter`` names the token counter of the counts, so a later change of counter is
-        noticed and the counts redone.
+        noticed and the counts redone. With ``job_kind``, a job covering the thread up to
+        its newest message is journaled in the same transaction, so no stored turn can miss
+        its processing, whatever crashes after.
         A message whose ``message_id`` the thread already holds is skipped, so repeating an
         append (a retry, a graph re-sending its state) stores nothing twice.
         """
@@ -379,16 +607,9 @@ class Storage:
                 "UPDATE threads SET next_seq = ?, updated_at = ? WHERE id = ?",
                 (seq, now, thread.key),
             )
-        updated = ThreadRow(
-            thread.key,
-            thread.thread_id,
-            thread.user_id,
-            thread.created_at,
-            now,
-            seq,
-            thread.generation,
-            thread.evicted_through,
-        )
+            if job_kind is not None and stored:
+                _enqueue(conn, job_kind, user_id, thread.key, {"through_seq": seq - 1}, now)
+        updated = dataclasses.replace(thread, updated_at=now, next_seq=seq)
         return AppendResult(updated, stored, duplicates)
 
     def message_index(self, thread_key: int, after_seq: int = -1) -> list[IndexRow]:
@@ -445,7 +666,11 @@ class Storage:
     # --- forgetting ---------------------------------------------------------------------
 
     def forget_thread(self, thread_id: str, user_id: str | None = None) -> dict[str, int]:
-        """Delete a thread and its messages; with ``user_id``, only if it is that user's."""
+        """Delete a thread from every relational layer; with ``user_id``, only if it is theirs.
+
+        Goes: its messages, summary, jobs and episodes, and the entity attributes learned
+        from it (an entity first met in it and left with no attribute goes too).
+        """
         with self._write() as conn:
             row = conn.execute(
                 "SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,)
@@ -457,16 +682,321 @@ class Storage:
                     f"thread {thread_id!r} does not belong to user {user_id!r}; nothing was "
                     "forgotten"
                 )
-            deleted = conn.execute("DELETE FROM messages WHERE thread_key = ?", (row[0],)).rowcount
-            conn.execute("DELETE FROM threads WHERE id = ?", (row[0],))
-        return {"threads": 1, "messages": deleted}
+            key, owner = row
+            counts = {"threads": 1}
+            counts["messages"] = conn.execute("DELETE FROM messages WHERE thread_key = ?", (key,)).rowcount
+            counts["summaries"] = conn.execute("DELETE FROM summaries WHERE thread_key = ?", (key,)).rowcount
+            counts["jobs"] = conn.execute("DELETE FROM jobs WHERE thread_key = ?", (key,)).rowcount
+            counts["episodes"] = conn.execute(
+                "DELETE FROM episodes WHERE thread_id = ? AND user_id = ?", (thread_id, owner)
+            ).rowcount
+            counts["entity_attributes"] = conn.execute(
+                "DELETE FROM entity_attributes WHERE source = ? AND entity_id IN "
+                "(SELECT id FROM entities WHERE user_id = ?)",
+                (thread_id, owner),
+            ).rowcount
+            counts["entities"] = conn.execute(
+                "DELETE FROM entities WHERE user_id = ? AND source = ? AND id NOT IN "
+                "(SELECT entity_id FROM entity_attributes)",
+                (owner, thread_id),
+            ).rowcount
+            for entity_id, in conn.execute(
+                "SELECT DISTINCT e.id FROM entities e WHERE e.user_id = ?", (owner,)
+            ).fetchall():
+                _refresh_search_text(conn, entity_id)
+            conn.execute("DELETE FROM threads WHERE id = ?", (key,))
+        return counts
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Delete every thread and message of the user."""
+        """Delete everything of the user from every relational layer."""
         with self._write() as conn:
-            messages = conn.execute("DELETE FROM messages WHERE user_id = ?", (user_id,)).rowcount
-            threads = conn.execute("DELETE FROM threads WHERE user_id = ?", (user_id,)).rowcount
-        return {"threads": threads, "messages": messages}
+            counts = {
+                "messages": conn.execute("DELETE FROM messages WHERE user_id = ?", (user_id,)).rowcount,
+                "summaries": conn.execute("DELETE FROM summaries WHERE user_id = ?", (user_id,)).rowcount,
+                "jobs": conn.execute("DELETE FROM jobs WHERE user_id = ?", (user_id,)).rowcount,
+                "episodes": conn.execute("DELETE FROM episodes WHERE user_id = ?", (user_id,)).rowcount,
+                "entity_attributes": conn.execute(
+                    "DELETE FROM entity_attributes WHERE entity_id IN "
+                    "(SELECT id FROM entities WHERE user_id = ?)",
+                    (user_id,),
+                ).rowcount,
+                "entities": conn.execute("DELETE FROM entities WHERE user_id = ?", (user_id,)).rowcount,
+            }
+            counts["threads"] = conn.execute("DELETE FROM threads WHERE user_id = ?", (user_id,)).rowcount
+        return counts
+
+    # --- summaries ----------------------------------------------------------------------
+
+    def summary(self, thread_key: int) -> SummaryRow | None:
+        """The thread's running summary, or ``None`` before anything left the window."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT thread_key, user_id, text, tokens, first_seq, last_seq, updated_at "
+                "FROM summaries WHERE thread_key = ?",
+                (thread_key,),
+            ).fetchone()
+        return SummaryRow(*row) if row else None
+
+    # --- entities -----------------------------------------------------------------------
+
+    def entities_of(self, user_id: str, limit: int | None = None) -> list[EntityRow]:
+        """The user's entities, most recently updated first, with current attributes."""
+        with self._read() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM entities WHERE user_id = ? ORDER BY updated_at DESC, id DESC "
+                    "LIMIT ?",
+                    (user_id, -1 if limit is None else limit),
+                )
+            ]
+            return _entity_rows(conn, ids, history=False)
+
+    def entity(self, user_id: str, name_key: str) -> EntityRow | None:
+        """One entity by normalised name, with its whole attribute history."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT id FROM entities WHERE user_id = ? AND name_key = ?", (user_id, name_key)
+            ).fetchone()
+            return _entity_rows(conn, [row[0]], history=True)[0] if row else None
+
+    def search_entities(self, user_id: str, match: str, limit: int) -> list[EntityRow]:
+        """The user's entities matching an FTS5 ``match`` expression, best first, then newest."""
+        with self._read() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT e.id FROM entities_fts f JOIN entities e ON e.id = f.rowid "
+                    "WHERE entities_fts MATCH ? AND e.user_id = ? "
+                    "ORDER BY f.rank, e.updated_at DESC LIMIT ?",
+                    (match, user_id, limit),
+                )
+            ]
+            return _entity_rows(conn, ids, history=False)
+
+    def forget_entity(self, user_id: str, name_key: str) -> int:
+        """Delete one entity and its attribute history; returns how many entities went."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT id FROM entities WHERE user_id = ? AND name_key = ?", (user_id, name_key)
+            ).fetchone()
+            if row is None:
+                return 0
+            conn.execute("DELETE FROM entity_attributes WHERE entity_id = ?", (row[0],))
+            conn.execute("DELETE FROM entities WHERE id = ?", (row[0],))
+        return 1
+
+    # --- jobs ---------------------------------------------------------------------------
+
+    def enqueue(self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str) -> bool:
+        """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
+        with self._write() as conn:
+            return _enqueue(conn, kind, user_id, thread_key, payload, now)
+
+    def claim_job(self, worker: str, lease_seconds: float, kinds: Sequence[str] | None = None) -> JobRow | None:
+        """Lease the oldest due job (pending, or running under an expired lease) to ``worker``.
+
+        The lease, not an in-process lock, is what makes this safe for several workers in
+        several processes: a worker that dies leaves a lease that runs out.
+        """
+        now = time.time()
+        kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+        with self._write() as conn:
+            row = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE "
+                "((status = 'pending' AND next_run_at <= ?) OR (status = 'running' AND lease_until < ?))"
+                f"{kind_sql} ORDER BY id LIMIT 1",
+                (now, now, *(kinds or ())),
+            ).fetchone()
+            if row is None:
+                return None
+            conn.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, "
+                "leased_by = ?, updated_at = ? WHERE id = ?",
+                (now + lease_seconds, worker, _iso(now), row[0]),
+            )
+        job = JobRow(*row)
+        return dataclasses.replace(job, status="running", attempts=job.attempts + 1, leased_by=worker)
+
+    def save_job_result(self, job_id: int, worker: str, result: dict[str, Any]) -> None:
+        """Keep a job's model answer, so a retry replays it instead of asking again."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE jobs SET result = ? WHERE id = ? AND leased_by = ?",
+                (json.dumps(result, ensure_ascii=False), job_id, worker),
+            )
+
+    def fail_job(self, job_id: int, worker: str, error: str, retry_at: float | None) -> None:
+        """Record a failure: back to pending until ``retry_at``, or failed for good (``None``)."""
+        with self._write() as conn:
+            if retry_at is None:
+                conn.execute(
+                    "UPDATE jobs SET status = 'failed', last_error = ?, lease_until = NULL, "
+                    "updated_at = ? WHERE id = ? AND leased_by = ?",
+                    (error, _iso(time.time()), job_id, worker),
+                )
+            else:
+                conn.execute(
+                    "UPDATE jobs SET status = 'pending', last_error = ?, next_run_at = ?, "
+                    "lease_until = NULL, updated_at = ? WHERE id = ? AND leased_by = ?",
+                    (error, retry_at, _iso(time.time()), job_id, worker),
+                )
+
+    def finish_job(self, job_id: int, worker: str) -> bool:
+        """Mark a job done; ``False`` if the worker lost its lease (another took it over)."""
+        with self._write() as conn:
+            return _finish(conn, job_id, worker)
+
+    def release_leases(self, workers: Sequence[str]) -> int:
+        """Make the jobs leased by dead ``workers`` due now, instead of after their lease."""
+        if not workers:
+            return 0
+        with self._write() as conn:
+            return conn.execute(
+                f"UPDATE jobs SET lease_until = 0 WHERE status = 'running' AND leased_by IN "
+                f"({','.join('?' * len(workers))})",
+                tuple(workers),
+            ).rowcount
+
+    def running_workers(self) -> list[str]:
+        """Workers holding a lease now."""
+        with self._read() as conn:
+            return [r[0] for r in conn.execute(
+                "SELECT DISTINCT leased_by FROM jobs WHERE status = 'running' AND leased_by IS NOT NULL"
+            )]
+
+    def job_counts(self) -> dict[str, int]:
+        """Jobs per status."""
+        with self._read() as conn:
+            return dict(conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+
+    def jobs(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
+        """Journal rows, newest first, optionally of one status."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?",
+                (status, status, limit),
+            ).fetchall()
+        return [JobRow(*r) for r in rows]
+
+    def next_due(self) -> float | None:
+        """When the next pending job is due (epoch seconds), ``None`` if none is pending or running."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT MIN(CASE status WHEN 'pending' THEN next_run_at ELSE lease_until END) "
+                "FROM jobs WHERE status IN ('pending', 'running')"
+            ).fetchone()
+        return row[0]
+
+    def complete_extraction(
+        self,
+        job: JobRow,
+        worker: str,
+        *,
+        user_id: str,
+        thread_id: str,
+        entities: Sequence[EntityUpdate],
+        summary: SummaryUpdate | None,
+        extracted_through: int,
+        now: str,
+    ) -> bool:
+        """Commit an extraction job's relational results and mark it done, atomically.
+
+        Returns ``False`` (committing nothing) if the worker lost its lease meanwhile.
+        Entity merges read the current profile inside the transaction, so concurrent jobs
+        of one user cannot lose each other's attributes.
+        """
+        with self._write() as conn:
+            owner = conn.execute(
+                "SELECT leased_by FROM jobs WHERE id = ? AND status = 'running'", (job.id,)
+            ).fetchone()
+            if owner is None or owner[0] != worker:
+                return False
+            for update in entities:
+                _upsert_entity(conn, user_id, thread_id, update, now)
+            if summary is not None and job.thread_key is not None:
+                conn.execute(
+                    "INSERT INTO summaries (thread_key, user_id, text, tokens, first_seq, last_seq, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_key) DO UPDATE SET "
+                    "text = excluded.text, tokens = excluded.tokens, last_seq = excluded.last_seq, "
+                    "updated_at = excluded.updated_at",
+                    (job.thread_key, user_id, summary.text, summary.tokens, summary.first_seq,
+                     summary.last_seq, now),
+                )
+                conn.execute(
+                    "UPDATE threads SET summarized_through = MAX(summarized_through, ?) WHERE id = ?",
+                    (summary.last_seq, job.thread_key),
+                )
+            if job.thread_key is not None:
+                conn.execute(
+                    "UPDATE threads SET extracted_through = MAX(extracted_through, ?) WHERE id = ?",
+                    (extracted_through, job.thread_key),
+                )
+            _finish(conn, job.id, worker)
+        return True
+
+    # --- episodes -----------------------------------------------------------------------
+
+    def insert_episode(self, episode: EpisodeRow, job: JobRow | None = None, worker: str = "") -> bool:
+        """Store an episode (once per thread and last message); with ``job``, finish it too."""
+        with self._write() as conn:
+            if job is not None:
+                owner = conn.execute(
+                    "SELECT leased_by FROM jobs WHERE id = ? AND status = 'running'", (job.id,)
+                ).fetchone()
+                if owner is None or owner[0] != worker:
+                    return False
+            conn.execute(
+                "INSERT INTO episodes (id, user_id, thread_id, started_at, ended_at, summary, "
+                "decisions, outcome, topics, first_seq, last_seq, created_at) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_id, last_seq) DO NOTHING",
+                (episode.id, episode.user_id, episode.thread_id, episode.started_at,
+                 episode.ended_at, episode.summary, json.dumps(episode.decisions, ensure_ascii=False),
+                 episode.outcome, json.dumps(episode.topics, ensure_ascii=False),
+                 episode.first_seq, episode.last_seq, episode.created_at),
+            )
+            if job is not None:
+                _finish(conn, job.id, worker)
+        return True
+
+    def episodes_of(
+        self, user_id: str, since: str | None = None, until: str | None = None, ids: Sequence[str] | None = None
+    ) -> list[EpisodeRow]:
+        """The user's episodes overlapping ``[since, until]`` (ISO times), newest first."""
+        sql = f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE user_id = ?"
+        args: list[Any] = [user_id]
+        if since is not None:
+            sql += " AND ended_at >= ?"
+            args.append(since)
+        if until is not None:
+            sql += " AND started_at <= ?"
+            args.append(until)
+        if ids is not None:
+            sql += f" AND id IN ({','.join('?' * len(ids))})"
+            args.extend(ids)
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY ended_at DESC", args).fetchall()
+        return [_episode(r) for r in rows]
+
+    def last_episode_seq(self, thread_id: str) -> int:
+        """The last message seq covered by the thread's episodes (-1 if none)."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT MAX(last_seq) FROM episodes WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+        return -1 if row[0] is None else row[0]
+
+    def idle_threads(self, before: str) -> list[ThreadRow]:
+        """Threads last updated before ``before`` whose newest messages no episode covers."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join('t.' + c.strip() for c in _THREAD_COLUMNS.split(','))} "
+                "FROM threads t WHERE t.updated_at < ? AND t.next_seq > 0 AND "
+                "COALESCE((SELECT MAX(last_seq) FROM episodes e WHERE e.thread_id = t.thread_id), -1) "
+                "< t.next_seq - 1",
+                (before,),
+            ).fetchall()
+        return [ThreadRow(*r) for r in rows]
 
     # --- stats --------------------------------------------------------------------------
 
@@ -551,3 +1081,130 @@ def _existing_ids(conn: sqlite3.Connection, thread_key: int, ids: list[str]) -> 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _iso(epoch: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+
+
+def _enqueue(
+    conn: sqlite3.Connection,
+    kind: str,
+    user_id: str,
+    thread_key: int | None,
+    payload: dict[str, Any],
+    now: str,
+) -> bool:
+    # The key makes a job idempotent: the same work journaled twice is one row.
+    key = f"{kind}:{thread_key}:{json.dumps(payload, sort_keys=True)}"
+    return (
+        conn.execute(
+            "INSERT INTO jobs (key, kind, user_id, thread_key, payload, status, attempts, "
+            "next_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) "
+            "ON CONFLICT(key) DO NOTHING",
+            (key, kind, user_id, thread_key, json.dumps(payload), time.time(), now, now),
+        ).rowcount
+        == 1
+    )
+
+
+def _finish(conn: sqlite3.Connection, job_id: int, worker: str) -> bool:
+    return (
+        conn.execute(
+            "UPDATE jobs SET status = 'done', lease_until = NULL, last_error = NULL, "
+            "updated_at = ? WHERE id = ? AND leased_by = ? AND status = 'running'",
+            (_iso(time.time()), job_id, worker),
+        ).rowcount
+        == 1
+    )
+
+
+def _upsert_entity(
+    conn: sqlite3.Connection, user_id: str, thread_id: str, update: EntityUpdate, now: str
+) -> None:
+    row = conn.execute(
+        "SELECT id, type FROM entities WHERE user_id = ? AND name_key = ?", (user_id, update.name_key)
+    ).fetchone()
+    if row is None:
+        entity_id = conn.execute(
+            "INSERT INTO entities (user_id, name, name_key, type, search_text, source, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, '', ?, ?, ?)",
+            (user_id, update.name, update.name_key, update.type, thread_id, now, now),
+        ).lastrowid
+    else:
+        entity_id = row[0]
+        # A vague type never overwrites a specific one learned before.
+        kind = row[1] if update.type in ("", "other", "topic") and row[1] not in ("", "other") else update.type
+        conn.execute(
+            "UPDATE entities SET name = ?, type = ?, updated_at = ? WHERE id = ?",
+            (update.name, kind, now, entity_id),
+        )
+    current = dict(
+        conn.execute(
+            "SELECT key, value FROM entity_attributes WHERE entity_id = ? AND superseded_at IS NULL",
+            (entity_id,),
+        ).fetchall()
+    )
+    for key, value in update.attributes.items():
+        old = current.get(key)
+        if old is not None and old.casefold() == value.casefold():
+            continue  # learned again, not changed: history records changes only
+        if old is not None:
+            conn.execute(
+                "UPDATE entity_attributes SET superseded_at = ? WHERE entity_id = ? AND key = ? "
+                "AND superseded_at IS NULL",
+                (now, entity_id, key),
+            )
+        conn.execute(
+            "INSERT INTO entity_attributes (entity_id, key, value, learned_at, source, "
+            "source_message) VALUES (?, ?, ?, ?, ?, ?)",
+            (entity_id, key, value, now, thread_id, update.source_message),
+        )
+    _refresh_search_text(conn, entity_id)
+
+
+def _refresh_search_text(conn: sqlite3.Connection, entity_id: int) -> None:
+    """Index an entity's type and current attributes beside its name."""
+    row = conn.execute("SELECT type FROM entities WHERE id = ?", (entity_id,)).fetchone()
+    if row is None:
+        return
+    pairs = conn.execute(
+        "SELECT key, value FROM entity_attributes WHERE entity_id = ? AND superseded_at IS NULL "
+        "ORDER BY id",
+        (entity_id,),
+    ).fetchall()
+    text = " ".join([row[0], *(f"{k} {v}" for k, v in pairs)])
+    conn.execute("UPDATE entities SET search_text = ? WHERE id = ? AND search_text != ?", (text, entity_id, text))
+
+
+def _entity_rows(conn: sqlite3.Connection, ids: list[int], *, history: bool) -> list[EntityRow]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    entities = {
+        r[0]: r
+        for r in conn.execute(
+            f"SELECT id, user_id, name, name_key, type, created_at, updated_at FROM entities "
+            f"WHERE id IN ({marks})",
+            ids,
+        )
+    }
+    attrs: dict[int, list[AttributeRow]] = {i: [] for i in ids}
+    current = "" if history else " AND superseded_at IS NULL"
+    for entity_id, *fields in conn.execute(
+        f"SELECT entity_id, key, value, learned_at, source, source_message, superseded_at "
+        f"FROM entity_attributes "
+        f"WHERE entity_id IN ({marks}){current} ORDER BY id",
+        ids,
+    ):
+        attrs[entity_id].append(AttributeRow(*fields))
+    return [EntityRow(*entities[i], attributes=tuple(attrs[i])) for i in ids if i in entities]
+
+
+def _episode(row: tuple[Any, ...]) -> EpisodeRow:
+    values = list(row)
+    values[6] = json.loads(values[6])
+    values[8] = json.loads(values[8])
+    return EpisodeRow(*values)

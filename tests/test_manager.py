@@ -98,9 +98,9 @@ def test_forget_a_thread_and_a_user(memory):
     memory.after_turn("alice", "t2", [HumanMessage("a2")])
     memory.after_turn("bob", "t3", [HumanMessage("b1")])
     memory.before_turn("alice", "t1")  # warm the cache: forgetting must drop it
-    assert memory.forget(thread_id="t1") == {"threads": 1, "messages": 1}
+    assert memory.forget(thread_id="t1").items() >= {"threads": 1, "messages": 1}.items()
     assert memory.before_turn("alice", "t1").messages == []
-    assert memory.forget(user_id="alice") == {"threads": 1, "messages": 1}
+    assert memory.forget(user_id="alice").items() >= {"threads": 1, "messages": 1}.items()
     assert memory.threads("alice") == []
     assert [m.text for m in memory.get_messages("bob", "t3")] == ["b1"]
     # A forgotten thread id can start again from nothing.
@@ -152,7 +152,8 @@ def test_eviction_is_recorded_for_the_summary_layer(memory):
     thread = memory._storage.thread("t")
     assert result.evicted > 0
     assert thread.evicted_through == result.evicted - 1
-    assert memory.before_turn("u", "t").evicted == result.evicted
+    # The summary written since takes room, so the window can only have shrunk.
+    assert memory.before_turn("u", "t").evicted >= result.evicted
 
 
 async def test_async_variants(memory):

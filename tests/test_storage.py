@@ -24,9 +24,10 @@ from langchain_tiered_memory.storage import APPLICATION_ID, MIGRATIONS, Storage
 def test_messages_survive_reopening(data_dir, small_config):
     with TieredMemory(data_dir, small_config) as m:
         m.after_turn("u", "t", [HumanMessage("my name is Alice", id="h1"), AIMessage("Hi Alice!")])
-        before = m.before_turn("u", "t").messages
+        m.flush()
+        before = m.before_turn("u", "t").window
     with TieredMemory(data_dir, small_config) as m:
-        after = m.before_turn("u", "t").messages
+        after = m.before_turn("u", "t").window
         assert [(x.type, x.text, x.id) for x in after] == [(x.type, x.text, x.id) for x in before]
         assert after[0].id == "h1"
         assert m.threads("u")[0].messages == 2
@@ -51,13 +52,14 @@ def test_a_migration_step_runs_once_and_keeps_data(data_dir):
         calls.append(1)
         db["extra"].create({"id": int}, pk="id")
 
-    s = Storage(data_dir, migrations={**MIGRATIONS, 2: to_2})
+    nxt = max(MIGRATIONS) + 1
+    s = Storage(data_dir, migrations={**MIGRATIONS, nxt: to_2})
     s.close()
-    s = Storage(data_dir, migrations={**MIGRATIONS, 2: to_2})
+    s = Storage(data_dir, migrations={**MIGRATIONS, nxt: to_2})
     assert s.db["extra"].exists() and calls == [1]
     assert s.counts()["messages"] == 1
     s.close()
-    # The package at schema 1 now refuses the newer file instead of misreading it.
+    # The package at the older schema now refuses the newer file instead of misreading it.
     with pytest.raises(SchemaVersionError, match="upgrade"):
         TieredMemory(data_dir)
 
@@ -71,9 +73,9 @@ def test_a_failed_migration_leaves_the_old_version(data_dir):
         raise RuntimeError("boom")
 
     with pytest.raises(Exception, match="boom"):
-        Storage(data_dir, migrations={**MIGRATIONS, 2: broken})
+        Storage(data_dir, migrations={**MIGRATIONS, max(MIGRATIONS) + 1: broken})
     conn = sqlite3.connect(data_dir / "memory.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == max(MIGRATIONS)
     assert "half" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
 
 

@@ -1,0 +1,160 @@
+"""Entity memory: per-user profiles (name, type, attributes with their history).
+
+Profiles live in SQLite with an FTS5 index over names, types and current attribute values.
+A new value of an attribute supersedes the old one, which is kept with when it was learned,
+from which message, and when it was superseded. Names match case- and
+whitespace-insensitively: "alice  SMITH" is "Alice Smith".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .context import ContextSection
+from .errors import InvalidInputError
+from .storage import EntityRow, EntityUpdate, Storage, ThreadRow
+from .tokens import TokenCounter
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words that match too much to say what a query is about.
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can could did do does for from had has have he her his how i "
+    "if in into is it its me my no not of on or our she so that the their them then there they "
+    "this to was we were what when where which who why will with would you your".split()
+)
+MAX_ENTITIES_IN_CONTEXT = 10
+
+
+@dataclass(frozen=True)
+class AttributeValue:
+    """One value an attribute had: when it was learned, from where, and until when."""
+
+    value: str
+    learned_at: str
+    source_thread: str | None
+    source_message: str | None
+    superseded_at: str | None
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity profile: its current attributes and, from :meth:`TieredMemory.entity`, their history."""
+
+    name: str
+    type: str
+    attributes: dict[str, str]
+    created_at: str
+    updated_at: str
+    history: dict[str, list[AttributeValue]]
+
+
+def name_key(name: str) -> str:
+    """The matching key of an entity name: NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def to_entity(row: EntityRow) -> Entity:
+    """An :class:`Entity` from its storage row."""
+    current: dict[str, str] = {}
+    history: dict[str, list[AttributeValue]] = {}
+    for a in row.attributes:
+        history.setdefault(a.key, []).append(
+            AttributeValue(a.value, a.learned_at, a.source, a.source_message, a.superseded_at)
+        )
+        if a.superseded_at is None:
+            current[a.key] = a.value
+    return Entity(row.name, row.type, current, row.created_at, row.updated_at, history)
+
+
+def updates(
+    extracted: Sequence[object], source_message: str | None = None
+) -> list[EntityUpdate]:
+    """Storage updates from extracted entities (``name``, ``type``, ``attributes``), merged by name."""
+    merged: dict[str, EntityUpdate] = {}
+    for e in extracted:
+        name = " ".join(str(getattr(e, "name", "")).split())
+        if not name:
+            continue
+        key = name_key(name)
+        attrs = {
+            " ".join(str(k).split()).casefold(): " ".join(str(v).split())
+            for k, v in (getattr(e, "attributes", None) or {}).items()
+            if str(k).strip() and str(v).strip()
+        }
+        kind = str(getattr(e, "type", "") or "other").strip().casefold() or "other"
+        if key in merged:
+            prev = merged[key]
+            attrs = {**prev.attributes, **attrs}
+            kind = prev.type if kind == "other" else kind
+        merged[key] = EntityUpdate(name, key, kind, attrs, source_message)
+    return list(merged.values())
+
+
+def match_expression(query: str) -> str | None:
+    """An FTS5 expression matching any content word of ``query``; ``None`` if it has none."""
+    terms = [w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in _STOPWORDS]
+    if not terms:
+        return None
+    # Quoted, so words like AND/NEAR or a stray '*' are searched for, not interpreted.
+    return " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+
+
+def render(entity: Entity) -> str:
+    """One line of the entities section."""
+    attrs = "; ".join(f"{k}: {v}" for k, v in entity.attributes.items())
+    return f"- {entity.name} ({entity.type})" + (f": {attrs}" if attrs else "")
+
+
+class EntityLayer:
+    """Reads entity profiles and contributes the ``entities`` section of the context."""
+
+    name = "entities"
+
+    def __init__(self, storage: Storage, counter: TokenCounter, max_tokens: int) -> None:
+        self._storage = storage
+        self._counter = counter
+        self._max_tokens = max_tokens
+
+    def all(self, user_id: str) -> list[Entity]:
+        """The user's entities, most recently updated first."""
+        return [to_entity(r) for r in self._storage.entities_of(user_id)]
+
+    def get(self, user_id: str, name: str) -> Entity | None:
+        """One entity by name (case- and whitespace-insensitive), with its history."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError("an entity name must be a non-empty str")
+        row = self._storage.entity(user_id, name_key(name))
+        return to_entity(row) if row else None
+
+    def relevant(self, user_id: str, query: str | None, limit: int = MAX_ENTITIES_IN_CONTEXT) -> list[Entity]:
+        """Entities matching the query's terms (best first), then the most recent ones."""
+        found: list[EntityRow] = []
+        expression = match_expression(query) if query else None
+        if expression:
+            found = self._storage.search_entities(user_id, expression, limit)
+        if len(found) < limit:
+            seen = {r.id for r in found}
+            found += [r for r in self._storage.entities_of(user_id, limit) if r.id not in seen]
+        return [to_entity(r) for r in found[:limit]]
+
+    def section(
+        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
+    ) -> ContextSection | None:
+        """The entities relevant to the query, one line each, within the token budget."""
+        budget = min(max_tokens, self._max_tokens)
+        lines: list[str] = []
+        used = 0
+        for entity in self.relevant(user_id, query):
+            line = render(entity)
+            cost = self._counter.count_text(line + "\n")
+            if used + cost > budget:
+                break
+            lines.append(line)
+            used += cost
+        if not lines:
+            return None
+        text = "\n".join(lines)
+        return ContextSection(self.name, text, self._counter.count_text(text))

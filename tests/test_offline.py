@@ -1,0 +1,366 @@
+"""The offline extractor: English rules, determinism, extractive summaries within budget."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from langchain_tiered_memory import offline
+from langchain_tiered_memory.errors import InvalidInputError
+from langchain_tiered_memory.extraction import USER_ENTITY, Extractor, TurnExtraction, make_extractor
+from langchain_tiered_memory.offline import (
+    OfflineExtractor,
+    compress_extractive,
+    extract_rules,
+    extractive_summary,
+    split_sentences,
+    third_person_verb,
+    to_third_person,
+)
+from langchain_tiered_memory.tokens import TiktokenCounter
+
+
+@pytest.fixture(scope="module")
+def counter():
+    return TiktokenCounter()
+
+
+@pytest.fixture(scope="module")
+def ex(counter):
+    return OfflineExtractor(counter=counter)
+
+
+def turn(*texts: str) -> TurnExtraction:
+    return extract_rules([HumanMessage(t) for t in texts])
+
+
+def entity(result: TurnExtraction, name: str):
+    matches = [e for e in result.entities if e.name == name]
+    assert matches, f"no entity {name!r} in {[e.name for e in result.entities]}"
+    return matches[0]
+
+
+def memories(result: TurnExtraction, memory_type: str | None = None) -> list[str]:
+    return [m.content for m in result.memories if memory_type in (None, m.memory_type)]
+
+
+def test_alice_with_no_model_configured(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    extractor = make_extractor(None)
+    assert extractor.offline
+    result = extractor.extract_turn([HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
+    alice = entity(result, "Alice")
+    assert alice.type == "person"
+    assert alice.attributes["location"] == "Paris"
+    preferences = [m for m in result.memories if m.memory_type == "preference"]
+    assert len(preferences) == 1 and "green tea" in preferences[0].content
+    assert result.summary is None
+
+
+class TestRules:
+    def test_alice_details(self):
+        result = turn("My name is Alice, I live in Paris and I prefer green tea.")
+        assert entity(result, "Alice").attributes == {
+            "location": "Paris",
+            "prefers": "green tea",
+            "relation_to_user": "self",
+        }
+        assert entity(result, "Paris").type == "place"
+        assert [(m.content, m.memory_type, m.importance) for m in result.memories] == [
+            ("The user's name is Alice.", "fact", 0.8),
+            ("The user lives in Paris.", "fact", 0.8),
+            ("The user prefers green tea.", "preference", 0.7),
+        ]
+
+    @pytest.mark.parametrize(
+        "text, name",
+        [
+            ("Hi, I'm Bob.", "Bob"),
+            ("call me Jim", "Jim"),
+            ("my name is maria garcia", "Maria"),
+            ("My name's Ana Lopez and I work at Acme.", "Ana Lopez"),
+        ],
+    )
+    def test_names(self, text, name):
+        result = turn(text)
+        assert result.entities[0].name == name
+        assert result.entities[0].attributes["relation_to_user"] == "self"
+        assert f"The user's name is {name}." in memories(result)
+
+    @pytest.mark.parametrize("text", ["I'm French.", "I'm tired", "I'm Not sure", "My name is not important"])
+    def test_not_names(self, text):
+        result = turn(text)
+        assert not any(e.attributes.get("relation_to_user") == "self" and e.name != USER_ENTITY for e in result.entities)
+
+    def test_places(self):
+        result = turn("I'm from Lyon but I moved to New York last year.")
+        user = entity(result, USER_ENTITY)
+        assert user.attributes["hometown"] == "Lyon" and user.attributes["location"] == "New York"
+        assert entity(result, "New York").type == "place"
+        assert memories(result) == ["The user is from Lyon.", "The user lives in New York."]
+        assert entity(turn("i live in paris"), USER_ENTITY).attributes["location"] == "Paris"
+
+    def test_dislikes(self):
+        result = turn("I hate cilantro and I can't stand loud music.")
+        assert memories(result, "preference") == ["The user hates cilantro.", "The user can't stand loud music."]
+        assert entity(result, USER_ENTITY).attributes["dislikes"] == "cilantro, loud music"
+        assert memories(turn("I don't like coffee"), "preference") == ["The user doesn't like coffee."]
+
+    def test_likes(self):
+        assert memories(turn("I really love hiking in the Alps!"), "preference") == ["The user loves hiking in the Alps."]
+        assert memories(turn("I'm really into rock climbing"), "preference") == ["The user is into rock climbing."]
+        assert memories(turn("My favourite colour is blue"), "preference") == ["The user's favourite colour is blue."]
+
+    @pytest.mark.parametrize("text", ["I'd like a table for two.", "I like it.", "Do I like tea?", "I would like to know more"])
+    def test_not_preferences(self, text):
+        assert memories(turn(text), "preference") == []
+
+    def test_jobs(self):
+        result = turn("I work as a software engineer at Google.")
+        user = entity(result, USER_ENTITY)
+        assert user.attributes["job"] == "software engineer" and user.attributes["employer"] == "Google"
+        assert entity(result, "Google").type == "organization"
+        assert memories(result) == ["The user works as a software engineer at Google."]
+        assert memories(turn("I'm a nurse.")) == ["The user works as a nurse."]
+        assert memories(turn("I'm a teacher at Lincoln High School")) == [
+            "The user works as a teacher at Lincoln High School."
+        ]
+        assert entity(turn("I work at Acme Corp"), "Acme Corp").type == "organization"
+        assert memories(turn("I work for myself")) == []
+
+    def test_relations(self):
+        result = turn("My wife is Sarah and my best friend is called Tom.")
+        assert entity(result, "Sarah").attributes == {"relation_to_user": "wife"}
+        assert entity(result, "Tom").attributes == {"relation_to_user": "best friend"}
+        assert entity(result, "Sarah").type == "person"
+        assert entity(result, USER_ENTITY).attributes["wife"] == "Sarah"
+        assert memories(result) == ["The user's wife is Sarah.", "The user's best friend is Tom."]
+        assert entity(turn("Sarah is my sister."), "Sarah").attributes == {"relation_to_user": "sister"}
+        assert entity(turn("my boss Greg is annoying"), "Greg").attributes == {"relation_to_user": "boss"}
+        rex = entity(turn("I have two kids and a dog named Rex"), "Rex")
+        assert rex.type == "other" and rex.attributes == {"relation_to_user": "dog"}
+
+    def test_instruction(self):
+        result = turn("Always answer in French.")
+        assert [(m.content, m.memory_type, m.importance) for m in result.memories] == [
+            ("Always answer in French.", "instruction", 0.9)
+        ]
+        assert memories(turn("From now on, never use emoji please"), "instruction") == ["Never use emoji."]
+        assert memories(turn("Don't ever call me Jimmy."), "instruction") == ["Never call the user Jimmy."]
+        assert memories(turn("You should always cite your sources"), "instruction") == ["Always cite your sources."]
+        # A habit is not an instruction.
+        assert [(m.content, m.memory_type) for m in turn("I always drink coffee in the morning").memories] == [
+            ("The user always drinks coffee in the morning.", "fact")
+        ]
+
+    def test_remember_that(self):
+        result = turn("Remember that my flight is on May 3.")
+        assert [(m.content, m.memory_type, m.importance) for m in result.memories] == [
+            ("The user's flight is on May 3.", "fact", 0.9)
+        ]
+        assert memories(turn("Please remember that I need to call my mom on Sunday")) == [
+            "The user needs to call their mom on Sunday."
+        ]
+        can = turn("Can you remember that I prefer window seats?")
+        assert [(m.content, m.memory_type, m.importance) for m in can.memories] == [
+            ("The user prefers window seats.", "preference", 0.9)
+        ]
+        assert entity(can, USER_ENTITY).attributes["prefers"] == "window seats"
+        assert memories(turn("Don't forget to water the plants")) == [
+            "The user wants to remember to water the plants."
+        ]
+
+    def test_health_age_and_experiences(self):
+        result = turn("I'm vegan and allergic to peanuts. I'm 34 years old and married.")
+        assert entity(result, USER_ENTITY).attributes == {
+            "diet": "vegan",
+            "allergies": "peanuts",
+            "age": "34",
+            "marital_status": "married",
+            "relation_to_user": "self",
+        }
+        visit = turn("I visited Rome last summer.")
+        assert [(m.content, m.memory_type) for m in visit.memories] == [
+            ("The user visited Rome last summer.", "experience")
+        ]
+        assert entity(visit, "Rome").type == "place"
+
+    def test_proper_nouns(self):
+        result = turn("We talked to Microsoft about the Azure deal. Yesterday was long. I use an iPhone.")
+        assert [(e.name, e.type) for e in result.entities] == [
+            ("Microsoft", "other"),
+            ("Azure", "other"),
+            ("iPhone", "product"),
+        ]  # "We", "Yesterday" and "I" are not entities
+        assert result.memories == []
+        assert [e.name for e in turn("Paris is lovely.").entities] == []  # sentence-initial, unknown
+        assert [(e.name, e.type) for e in turn("Paris is lovely. The Louvre in Paris too.").entities] == [
+            ("Paris", "place"),
+            ("Louvre", "other"),
+        ]
+        assert [e.name for e in turn("New York is huge").entities] == ["New York"]
+        assert [e.name for e in turn("THIS IS ALL CAPS SHOUTING").entities] == []
+
+    def test_proper_nouns_stop_at_punctuation_and_share_a_list_context(self):
+        assert [(e.name, e.type) for e in turn("I visited Rome, Paris and Berlin.").entities] == [
+            ("Rome", "place"),
+            ("Paris", "place"),
+            ("Berlin", "place"),
+        ]
+        assert [(e.name, e.type) for e in turn("We met Dr. Smith at the Bank of America office.").entities] == [
+            ("Dr Smith", "person"),
+            ("Bank of America", "organization"),
+        ]
+
+    def test_known_entities_fix_spelling_and_allow_sentence_start(self):
+        result = extract_rules([HumanMessage("acme is great. i work at acme.")], known_entities=["ACME"])
+        assert entity(result, "ACME").type == "organization"
+        assert entity(result, USER_ENTITY).attributes["employer"] == "ACME"
+        assert [e.name for e in extract_rules([HumanMessage("Bob called.")], known_entities=["Bob"]).entities] == ["Bob"]
+
+    def test_only_the_users_messages(self):
+        result = extract_rules(
+            [
+                SystemMessage("My name is System and I live in Nowhere."),
+                AIMessage("I'm Claude, I live in the cloud and I love Paris."),
+                HumanMessage("Nice."),
+            ]
+        )
+        assert result == TurnExtraction()
+
+    def test_questions_and_hypotheticals_are_skipped(self):
+        assert turn("Where do I live?", "If I lived in Rome I would be happy", "What if I moved to Oslo?").memories == []
+
+    def test_user_entity_without_a_name(self):
+        result = turn("I live in Berlin.")
+        assert result.entities[0].name == USER_ENTITY
+        assert result.entities[0].attributes == {"location": "Berlin", "relation_to_user": "self"}
+
+    def test_deterministic(self):
+        texts = [
+            "My name is Alice, I live in Paris and I prefer green tea.",
+            "My wife Sarah and I visited Rome. Remember that my flight is on May 3. Always answer in French.",
+        ]
+        first = extract_rules([HumanMessage(t) for t in texts])
+        for _ in range(3):
+            assert extract_rules([HumanMessage(t) for t in texts]) == first
+        assert OfflineExtractor().extract_turn([HumanMessage(t) for t in texts]) == first
+
+
+class TestLanguage:
+    def test_third_person(self):
+        assert to_third_person("my mom and my dad") == "the user's mom and their dad"
+        assert to_third_person("I need to call my mom") == "the user needs to call their mom"
+        assert to_third_person("I'm late and I've lost my keys") == "the user is late and the user has lost their keys"
+        assert to_third_person("tell me about myself") == "tell the user about themselves"
+        assert [third_person_verb(v) for v in ("try", "go", "watch", "play", "worked", "need", "can")] == [
+            "tries", "goes", "watches", "plays", "worked", "needs", "can",
+        ]
+
+    def test_sentences(self):
+        assert split_sentences("Dr. Smith lives in the U.S. now. He likes e.g. tea! Really?\n- item one\n2. item two") == [
+            "Dr. Smith lives in the U.S. now.",
+            "He likes e.g. tea!",
+            "Really?",
+            "item one",
+            "item two",
+        ]
+
+
+CONVERSATION = [
+    HumanMessage("Hi there!"),
+    AIMessage("Hello! How can I help you today?"),
+    HumanMessage("My name is Alice, I live in Paris and I prefer green tea."),
+    AIMessage("Nice to meet you, Alice. Paris is a lovely city; green tea is a great choice."),
+    HumanMessage("I'm planning a trip to Rome on May 3 with a budget of 2000 euros."),
+    AIMessage("Great. I'd suggest booking the flight early. Shall we look at hotels near the Colosseum?"),
+    HumanMessage("Yes, let's book the Hotel Artemide. Thanks!"),
+    AIMessage("Done: we agreed on Hotel Artemide for three nights."),
+]
+
+
+class TestExtractiveSummary:
+    @pytest.mark.parametrize("budget", [0, 1, 5, 12, 30, 60, 100, 1000])
+    def test_bounded_by_tokens(self, counter, budget):
+        text = extractive_summary(CONVERSATION, max_tokens=budget, counter=counter)
+        assert counter.count_text(text) <= budget
+        if budget >= 30:
+            assert "Alice" in text
+
+    def test_salient_sentences_in_order_with_speakers(self, counter):
+        text = extractive_summary(CONVERSATION, max_tokens=60, counter=counter)
+        lines = text.splitlines()
+        assert lines == [
+            "user: My name is Alice, I live in Paris and I prefer green tea.",
+            "user: I'm planning a trip to Rome on May 3 with a budget of 2000 euros.",
+            "assistant: Done: we agreed on Hotel Artemide for three nights.",
+        ]
+        assert "Hi there!" not in extractive_summary(CONVERSATION, max_tokens=1000, counter=counter)
+
+    def test_long_messages_stay_bounded(self, counter):
+        wall = HumanMessage(" ".join(f"Sentence {i} mentions Zurich and {i * 7} francs." for i in range(300)))
+        blob = HumanMessage("x" * 5000)
+        for budget in (20, 200, 800):
+            text = extractive_summary([wall, blob], max_tokens=budget, counter=counter)
+            assert 0 < counter.count_text(text) <= budget
+
+    def test_folds_into_the_previous_summary(self, counter):
+        first = extractive_summary(CONVERSATION[:4], max_tokens=200, counter=counter)
+        folded = extractive_summary(CONVERSATION[4:], previous=first, max_tokens=200, counter=counter)
+        assert folded.startswith(first)  # room for everything: the old summary is kept whole
+        assert "Rome" in folded and counter.count_text(folded) <= 200
+
+    def test_oldest_lines_go_first(self, counter):
+        previous = "\n".join(f"user: old point {i} about gardening tomatoes." for i in range(20))
+        new = [HumanMessage("I'm planning a trip to Rome on May 3 with a budget of 2000 euros.")]
+        folded = extractive_summary(new, previous=previous, max_tokens=60, counter=counter)
+        assert counter.count_text(folded) <= 60
+        lines = folded.splitlines()
+        assert "Rome" in lines[-1]
+        kept = [int(line.split()[3]) for line in lines[:-1]]
+        assert kept and kept == list(range(20 - len(kept), 20))  # a contiguous run of the newest
+
+    def test_compress(self, counter):
+        summary = "\n".join(f"user: point {i} about the trip to Rome on day {i}." for i in range(50))
+        for budget in (0, 10, 40, 100):
+            assert counter.count_text(compress_extractive(summary, budget, counter)) <= budget
+        assert compress_extractive("short", 10, counter) == "short"
+
+
+class TestOfflineExtractor:
+    def test_protocol(self, ex):
+        assert isinstance(ex, Extractor)
+        assert ex.offline is True and ex.name.startswith("offline")
+
+    def test_summary_only_with_evicted(self, ex, counter):
+        assert ex.extract_turn(CONVERSATION[2:4], summary="old").summary is None
+        result = ex.extract_turn(CONVERSATION[6:], evicted=CONVERSATION[:6], summary="user: earlier.", summary_max_tokens=50)
+        assert result.summary and counter.count_text(result.summary) <= 50
+        assert "Rome" in result.summary
+
+    def test_episode(self, ex):
+        episode = ex.extract_episode(CONVERSATION)
+        assert "Alice" in episode.summary
+        assert "Yes, let's book the Hotel Artemide." in episode.decisions
+        assert "Done: we agreed on Hotel Artemide for three nights." in episode.decisions
+        assert episode.outcome == "Done: we agreed on Hotel Artemide for three nights."
+        assert episode.topics[:3] == ["Alice", "Hotel Artemide", "Paris"]
+        assert ex.extract_episode(CONVERSATION) == episode
+        with pytest.raises(InvalidInputError):
+            ex.extract_episode([])
+
+    def test_compress_summary(self, ex, counter):
+        summary = "\n".join(f"assistant: step {i} of the plan for Rome." for i in range(30))
+        assert counter.count_text(ex.compress_summary(summary, 30)) <= 30
+
+    def test_logs_offline_mode_once(self, caplog, monkeypatch):
+        monkeypatch.setattr(offline, "_noticed", False)
+        with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
+            OfflineExtractor()
+            OfflineExtractor()
+            make_extractor(OfflineExtractor())
+        notices = [r for r in caplog.records if "offline mode" in r.getMessage()]
+        assert len(notices) == 1
+        assert "OPENAI_API_KEY" in notices[0].getMessage() and "model=" in notices[0].getMessage()
