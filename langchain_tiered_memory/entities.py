@@ -69,13 +69,25 @@ def to_entity(row: EntityRow) -> Entity:
     return Entity(row.name, row.type, current, row.created_at, row.updated_at, history)
 
 
+#: The name extractors give the user's own profile while they do not know the user's name,
+#: and the attribute that marks it.
+USER_ENTITY = "user"
+SELF_RELATION = ("relation_to_user", "self")
+
+
 def updates(
-    extracted: Sequence[object], source_message: str | None = None
+    extracted: Sequence[object], source_message: str | None = None, self_name: str | None = None
 ) -> list[EntityUpdate]:
-    """Storage updates from extracted entities (``name``, ``type``, ``attributes``), merged by name."""
+    """Storage updates from extracted entities (``name``, ``type``, ``attributes``), merged by name.
+
+    An entity named ``"user"`` is the user's own profile: with ``self_name`` (the name the
+    user gave earlier) it is filed under that name, so "I moved to Berlin" updates "Alice".
+    """
     merged: dict[str, EntityUpdate] = {}
     for e in extracted:
         name = " ".join(str(getattr(e, "name", "")).split())
+        if self_name and name_key(name) == USER_ENTITY:
+            name = self_name
         if not name:
             continue
         key = name_key(name)
@@ -128,6 +140,15 @@ class EntityLayer:
             raise InvalidInputError("an entity name must be a non-empty str")
         row = self._storage.entity(user_id, name_key(name))
         return to_entity(row) if row else None
+
+    def self_name(self, user_id: str) -> str | None:
+        """The name of the user's own profile, once the user has said it."""
+        for row in self._storage.search_entities(user_id, '"self"', 20):
+            entity = to_entity(row)
+            key, value = SELF_RELATION
+            if entity.attributes.get(key) == value and name_key(entity.name) != USER_ENTITY:
+                return entity.name
+        return None
 
     def relevant(self, user_id: str, query: str | None, limit: int = MAX_ENTITIES_IN_CONTEXT) -> list[Entity]:
         """Entities matching the query's terms (best first), then the most recent ones."""

@@ -427,7 +427,9 @@ class TieredMemory:
             worker,
             user_id=thread.user_id,
             thread_id=thread.thread_id,
-            entities=updates(extraction.entities, result.get("source_message")),
+            entities=updates(
+                extraction.entities, result.get("source_message"), self._entities.self_name(thread.user_id)
+            ),
             summary=None if summary is None else _summary_update(summary),
             extracted_through=result["through"],
             now=self._clock().isoformat(),

@@ -509,6 +509,25 @@ class Storage:
                 raise StorageError(f"the disk holding {self.path} is full: {exc}") from exc
             raise StorageError(f"database error on {self.path}: {exc}") from exc
 
+    def connect(self) -> sqlite3.Connection:
+        """A new connection to the same file, for a component that manages its own
+        transactions (LangGraph's SQLite checkpointer). WAL lets it work beside ours."""
+        self._connection()
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
+    async def aconnect(self) -> Any:
+        """An ``aiosqlite`` connection to the same file, for the async checkpointer."""
+        import aiosqlite
+
+        self._connection()
+        conn = await aiosqlite.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        await conn.execute("PRAGMA synchronous = FULL")
+        return conn
+
     def close(self) -> None:
         """Close the connection. Safe to call twice."""
         with self._lock:

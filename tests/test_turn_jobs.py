@@ -242,3 +242,15 @@ def test_sigkill_mid_job_resumes_once_after_reopening(data_dir):
     with TieredMemory(data_dir, inline(), model=model) as m:
         assert m.flush(timeout=5) and model.calls == 1
         assert len(m.entity("u", "alice").history["location"]) == 1
+
+
+def test_the_users_own_profile_keeps_their_name_offline(data_dir, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with TieredMemory(data_dir, inline()) as m:
+        m.after_turn("u", "t", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
+        m.after_turn("u", "t", [HumanMessage("I moved to Berlin last year.")])
+        names = [e.name for e in m.entities("u")]
+        assert "user" not in names
+        alice = m.entity("u", "Alice")
+        assert alice.attributes["location"] == "Berlin"
+        assert [v.value for v in alice.history["location"]] == ["Paris", "Berlin"]
