@@ -29,6 +29,8 @@ logger = logging.getLogger("langchain_tiered_memory")
 
 Handler = Callable[[JobRow, str], None]
 _POLL_SECONDS = 1.0
+# How often the background worker runs the periodic check (idle sessions).
+_PERIODIC_SECONDS = 30.0
 
 
 class JobRunner:
@@ -43,8 +45,11 @@ class JobRunner:
         max_attempts: int,
         backoff_seconds: float,
         lease_seconds: float,
+        periodic: Callable[[], None] | None = None,
     ) -> None:
         self._storage = storage
+        self._periodic = periodic
+        self._last_periodic = time.monotonic()
         self._handlers = handlers
         self.mode = mode
         self._max_attempts = max_attempts
@@ -135,6 +140,9 @@ class JobRunner:
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
+                if self._periodic is not None and time.monotonic() - self._last_periodic > _PERIODIC_SECONDS:
+                    self._last_periodic = time.monotonic()
+                    self._periodic()
                 self.run_due()
             except MemoryClosedError:
                 return

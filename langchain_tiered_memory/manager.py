@@ -16,7 +16,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -44,8 +44,9 @@ from .errors import (
     ThreadOwnershipError,
 )
 from .entities import Entity, EntityLayer, name_key, updates
+from .episodes import Episode, EpisodeHit, EpisodeIndex, EpisodeLayer, episode_id, payload
 from .jobs import JobRunner
-from .storage import IndexRow, JobRow, NewMessage, Storage, SummaryUpdate, ThreadRow
+from .storage import EpisodeRow, IndexRow, JobRow, NewMessage, Storage, SummaryUpdate, ThreadRow
 from .summary import SummaryLayer
 from .tokens import TokenCounter, TokenCounterLike, make_counter
 from .window import ThreadIndex, fit_group, select, truncate_message
@@ -126,17 +127,27 @@ class TieredMemory:
         self._extractor: Extractor | None = None
         self._summary = SummaryLayer(self._storage, self.counter, self.config.summary_max_tokens)
         self._entities = EntityLayer(self._storage, self.counter, self.config.entities_max_tokens)
+        self._episode_index: EpisodeIndex | None = None
+        self._episodes = EpisodeLayer(
+            self._storage,
+            self.counter,
+            lambda: self._episode_index,
+            max_tokens=self.config.episodes_max_tokens,
+            k=self.config.episodes_k,
+        )
         # Order is priority: a section early in the list is served first from the budget.
-        self._sections: list[SectionProvider] = [self._summary, self._entities]
+        self._sections: list[SectionProvider] = [self._summary, self._entities, self._episodes]
         self._jobs = JobRunner(
             self._storage,
-            {"extract": self._run_extract_job},
+            {"extract": self._run_extract_job, "episode": self._run_episode_job},
+            periodic=self._end_idle_sessions,
             mode=self.config.job_mode,
             max_attempts=self.config.job_max_attempts,
             backoff_seconds=self.config.job_backoff_seconds,
             lease_seconds=self.config.job_lease_seconds,
         )
         # Work journaled by an earlier process that stopped mid-way resumes now.
+        self._end_idle_sessions()
         self._jobs.notify()
 
     # --- lifecycle --------------------------------------------------------------------
@@ -387,6 +398,89 @@ class TieredMemory:
                 self._indexes.clear()
                 self._memory_tokens.clear()
         return counts
+
+    # --- episodes ---------------------------------------------------------------------
+
+    def end_session(self, user_id: str, thread_id: str) -> str | None:
+        """Close the thread's current session: write one episode of what happened in it.
+
+        The episode covers the messages after the thread's previous episode. Returns its
+        id (written by the time this returns in ``inline`` mode, after :meth:`flush` in
+        ``background`` mode), or ``None`` when no message is new since the last episode.
+        """
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        thread = self._storage.thread(thread_id)
+        _check_owner(thread, user_id)
+        if thread is None:
+            return None
+        last = thread.next_seq - 1
+        if last <= self._storage.last_episode_seq(thread_id):
+            return None
+        self._storage.enqueue("episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat())
+        self._jobs.notify()
+        return episode_id(thread_id, last)
+
+    def search_episodes(
+        self,
+        user_id: str,
+        query: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int = 5,
+    ) -> list[EpisodeHit]:
+        """The user's episodes overlapping ``[since, until]``, most relevant to ``query`` first
+        (newest first without a query)."""
+        _check_id("user_id", user_id)
+        if query is not None and not isinstance(query, str):
+            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        for name, value in (("since", since), ("until", until)):
+            if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+                raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+        return self._episodes.search(user_id, query, since=since, until=until, k=k)
+
+    def _end_idle_sessions(self) -> None:
+        minutes = self.config.idle_timeout_minutes
+        if minutes is None:
+            return
+        cutoff = (self._clock() - timedelta(minutes=minutes)).isoformat()
+        for thread in self._storage.idle_threads(cutoff):
+            self._storage.enqueue(
+                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, self._clock().isoformat()
+            )
+
+    def _run_episode_job(self, job: JobRow, worker: str) -> None:
+        thread = self._storage.thread_by_key(job.thread_key) if job.thread_key is not None else None
+        if thread is None:
+            self._storage.finish_job(job.id, worker)
+            return
+        last = json.loads(job.payload)["last_seq"]
+        first = self._storage.last_episode_seq(thread.thread_id) + 1
+        if first > last:
+            self._storage.finish_job(job.id, worker)
+            return
+        if job.result:
+            result = json.loads(job.result)
+        else:
+            messages = [m for m in self._messages(thread.key, first, last) if m.type != "system"]
+            extraction = self.extractor.extract_episode(messages)
+            result = {"episode": extraction.model_dump(mode="json")}
+            self._storage.save_job_result(job.id, worker, result)
+        span = self._storage.message_span(thread.key, first, last)
+        started, ended = span if span else (self._clock().isoformat(),) * 2
+        data = result["episode"]
+        row = EpisodeRow(
+            episode_id(thread.thread_id, last), thread.user_id, thread.thread_id, started, ended,
+            data["summary"], list(data.get("decisions", [])), data.get("outcome", ""),
+            list(data.get("topics", [])), first, last, self._clock().isoformat(),
+        )
+        if self._episode_index is not None:
+            # Index first: a crash after it leaves a vector that the retry overwrites.
+            episode = Episode.from_row(row)
+            self._episode_index.upsert(thread.user_id, row.id, episode.text(), payload(episode))
+        self._storage.insert_episode(row, job, worker)
 
     # --- jobs -------------------------------------------------------------------------
 

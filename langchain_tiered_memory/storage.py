@@ -199,9 +199,33 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db["episodes"].create_index(["user_id", "ended_at"])
 
 
+def _migrate_to_3(db: sqlite_utils.Database) -> None:
+    """Generic LangGraph store items (namespaces other than a user's memories)."""
+    # AUTOINCREMENT: insertion order is the order InMemoryStore lists items in.
+    db.execute(
+        "CREATE TABLE store_items ("
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "ns_path TEXT NOT NULL, "
+        "namespace TEXT NOT NULL, "
+        "key TEXT NOT NULL, "
+        "value TEXT NOT NULL, "
+        "vectors TEXT, "
+        "created_at TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "ttl_minutes REAL, "
+        "expires_at REAL)"
+    )
+    db["store_items"].create_index(["ns_path", "key"], unique=True)
+    db["store_items"].create_index(["expires_at"])
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``. Each runs in
 #: one transaction with the version bump, so a crash leaves the old version intact.
-MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {1: _migrate_to_1, 2: _migrate_to_2}
+MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
+    1: _migrate_to_1,
+    2: _migrate_to_2,
+    3: _migrate_to_3,
+}
 
 
 # --- rows -------------------------------------------------------------------------------
@@ -355,6 +379,23 @@ class EpisodeRow:
     first_seq: int
     last_seq: int
     created_at: str
+
+
+@dataclass(frozen=True)
+class StoreRow:
+    """A generic LangGraph store item."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    vectors: dict[str, list[float]] | None
+    created_at: str
+    updated_at: str
+
+
+def ns_path(namespace: Sequence[str]) -> str:
+    """A namespace as text whose prefixes are the namespace's prefixes (unit separators)."""
+    return "".join(f"{label}\x1f" for label in namespace)
 
 
 _JOB_COLUMNS = (
@@ -650,6 +691,16 @@ class Storage:
                 (thread_key, first_seq, last_seq),
             ).fetchall()
         return {seq: json.loads(data) for seq, data in rows}
+
+    def message_span(self, thread_key: int, first_seq: int, last_seq: int) -> tuple[str, str] | None:
+        """When the first and the last message of the range were stored."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT MIN(created_at), MAX(created_at) FROM messages WHERE thread_key = ? "
+                "AND seq BETWEEN ? AND ?",
+                (thread_key, first_seq, last_seq),
+            ).fetchone()
+        return None if row[0] is None else (row[0], row[1])
 
     def message_data_at(self, thread_key: int, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
         """The serialised messages at the given seqs, by seq."""
@@ -1016,6 +1067,91 @@ class Storage:
                 (before,),
             ).fetchall()
         return [ThreadRow(*r) for r in rows]
+
+    # --- generic store items ------------------------------------------------------------
+
+    def store_put(
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: dict[str, Any] | None,
+        *,
+        vectors: dict[str, list[float]] | None = None,
+        ttl_minutes: float | None = None,
+        now: str,
+    ) -> None:
+        """Insert, replace (keeping ``created_at`` and the item's place) or, with ``value=None``, delete."""
+        path = ns_path(namespace)
+        with self._write() as conn:
+            if value is None:
+                conn.execute("DELETE FROM store_items WHERE ns_path = ? AND key = ?", (path, key))
+                return
+            expires = None if ttl_minutes is None else time.time() + ttl_minutes * 60
+            conn.execute(
+                "INSERT INTO store_items (ns_path, namespace, key, value, vectors, created_at, "
+                "updated_at, ttl_minutes, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(ns_path, key) DO UPDATE SET value = excluded.value, "
+                "vectors = excluded.vectors, updated_at = excluded.updated_at, "
+                "ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at",
+                (path, json.dumps(list(namespace)), key, json.dumps(value, ensure_ascii=False),
+                 None if vectors is None else json.dumps(vectors), now, now, ttl_minutes, expires),
+            )
+
+    def store_items(
+        self, prefix: Sequence[str], key: str | None = None, *, refresh_ttl: bool = False
+    ) -> list[StoreRow]:
+        """Live items under a namespace prefix (or one item), in insertion order."""
+        now = time.time()
+        path = ns_path(prefix)
+        sql = (
+            "SELECT id, namespace, key, value, vectors, created_at, updated_at FROM store_items "
+            "WHERE substr(ns_path, 1, ?) = ? AND (expires_at IS NULL OR expires_at > ?)"
+        )
+        args: list[Any] = [len(path), path, now]
+        if key is not None:
+            sql, args = sql + " AND ns_path = ? AND key = ?", [*args, path, key]
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY id", args).fetchall()
+        if refresh_ttl and rows:
+            with self._write() as conn:
+                conn.executemany(
+                    "UPDATE store_items SET expires_at = ? + ttl_minutes * 60 WHERE id = ? "
+                    "AND ttl_minutes IS NOT NULL",
+                    [(now, r[0]) for r in rows],
+                )
+        return [
+            StoreRow(tuple(json.loads(r[1])), r[2], json.loads(r[3]),
+                     None if r[4] is None else json.loads(r[4]), r[5], r[6])
+            for r in rows
+        ]
+
+    def store_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace holding a live item."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT namespace FROM store_items WHERE expires_at IS NULL OR expires_at > ?",
+                (time.time(),),
+            ).fetchall()
+        return [tuple(json.loads(r[0])) for r in rows]
+
+    def store_sweep(self) -> int:
+        """Delete expired items; returns how many."""
+        with self._write() as conn:
+            return conn.execute(
+                "DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
+            ).rowcount
+
+    def store_forget_user(self, user_id: str) -> int:
+        """Delete generic items whose namespace starts with the user, or has it second."""
+        with self._write() as conn:
+            ids = [
+                r[0]
+                for r in conn.execute("SELECT id, namespace FROM store_items").fetchall()
+                if user_id in json.loads(r[1])[:2]
+            ]
+            for chunk in _chunks(ids, 500):
+                conn.execute(f"DELETE FROM store_items WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        return len(ids)
 
     # --- stats --------------------------------------------------------------------------
 
