@@ -54,6 +54,8 @@ from .window import ThreadIndex, fit_group, select, truncate_message
 if TYPE_CHECKING:
     from .extraction import Extractor
     from .integrations.chat_history import TieredChatMessageHistory
+    from .integrations.store import TieredMemoryStore
+    from .integrations.store import TieredMemoryStore
 
 MAX_ID_LENGTH = 512
 # Threads whose index stays in memory; an evicted one is rebuilt from SQLite on next use.
@@ -128,6 +130,7 @@ class TieredMemory:
         self._summary = SummaryLayer(self._storage, self.counter, self.config.summary_max_tokens)
         self._entities = EntityLayer(self._storage, self.counter, self.config.entities_max_tokens)
         self._episode_index: EpisodeIndex | None = None
+        self._store: TieredMemoryStore | None = None
         self._episodes = EpisodeLayer(
             self._storage,
             self.counter,
@@ -315,6 +318,31 @@ class TieredMemory:
             ThreadInfo(t.thread_id, t.user_id, t.next_seq, t.created_at, t.updated_at)
             for t in self._storage.threads_of(user_id)
         ]
+
+    @property
+    def store(self) -> TieredMemoryStore:
+        """This memory as a LangGraph ``BaseStore`` (``graph.compile(store=memory.store)``)."""
+        if self._store is None:
+            from .integrations.store import TieredMemoryStore
+
+            self._store = TieredMemoryStore(self)
+        return self._store
+
+    def _memory_users(self) -> list[str]:
+        """Users with long-term memories (for the store's namespace listing)."""
+        return []
+
+    def _memory_subspaces(self, user_id: str) -> set[tuple[str, ...]]:
+        """The store sub-namespaces the user's memories were put under."""
+        return set()
+
+    def _embedder(self) -> Embeddings:
+        """The embeddings in use: those passed in, else the offline default (loaded once)."""
+        if self.embeddings is None:
+            from .embeddings import default_embeddings
+
+            self.embeddings = default_embeddings()
+        return self.embeddings
 
     def chat_history(self, user_id: str, thread_id: str) -> TieredChatMessageHistory:
         """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""

@@ -1,0 +1,89 @@
+"""Episodes: one per finished session, written through the extraction path, searchable by time."""
+
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import InvalidInputError, MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scripted_model import ScriptedChatModel, episode_tool_call, turn_tool_call  # noqa: E402
+
+
+def _config(**kw):
+    return MemoryConfig(job_mode="inline", job_backoff_seconds=0, **kw)
+
+
+def test_end_session_writes_one_episode_offline(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+        m.after_turn("u", "t", [HumanMessage("Let's plan the Kyoto trip."),
+                                AIMessage("We decided to book the ryokan in Hakone.")])
+        eid = m.end_session("u", "t")
+        assert eid is not None
+        assert m.end_session("u", "t") is None  # nothing new since
+        hits = m.search_episodes("u")
+        assert [h.episode.id for h in hits] == [eid]
+        ep = hits[0].episode
+        assert ep.thread_id == "t" and ep.started_at <= ep.ended_at
+        assert any("ryokan" in d for d in ep.decisions)
+        # A later session of the same thread gets its own episode.
+        m.after_turn("u", "t", [HumanMessage("Now the budget: 3000 euros.")])
+        assert m.end_session("u", "t") not in (None, eid)
+        assert len(m.search_episodes("u")) == 2
+
+
+def test_episode_through_the_model_and_into_the_context(tmp_path):
+    model = ScriptedChatModel(script=[], default=lambda msgs: (
+        episode_tool_call("Planned a Kyoto trip.", ["Book the ryokan"], "Itinerary sent", ["Kyoto"])
+        if "EpisodeExtraction" in str(model.call_kwargs[-1] if model.call_kwargs else "") or "episode" in msgs[0].text.lower()
+        else turn_tool_call()))
+    with TieredMemory(tmp_path, _config(), model=model, embeddings=HashingEmbeddings()) as m:
+        m.after_turn("u", "t1", [HumanMessage("Let's plan the Kyoto trip.")])
+        m.end_session("u", "t1")
+        ep = m.search_episodes("u")[0].episode
+        assert (ep.summary, ep.decisions, ep.outcome, ep.topics) == ("Planned a Kyoto trip.", ["Book the ryokan"], "Itinerary sent", ["Kyoto"])
+        ctx = m.before_turn("u", "t2", query="Kyoto")
+        assert "Planned a Kyoto trip." in ctx.memory_block
+        assert ctx.token_usage["episodes"] > 0
+
+
+def test_time_range_and_bad_arguments(tmp_path):
+    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+        m.after_turn("u", "t", [HumanMessage("hello")])
+        m.end_session("u", "t")
+        now = datetime.now(timezone.utc)
+        assert len(m.search_episodes("u", since=now - timedelta(hours=1))) == 1
+        assert m.search_episodes("u", since=now + timedelta(hours=1)) == []
+        assert m.search_episodes("u", until=now - timedelta(hours=1)) == []
+        assert m.search_episodes("other") == []
+        with pytest.raises(InvalidInputError):
+            m.search_episodes("u", since=datetime(2026, 1, 1))  # naive
+        with pytest.raises(InvalidInputError):
+            m.search_episodes("u", k=0)
+
+
+def test_idle_threads_get_their_episode_on_open(tmp_path):
+    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+        m.after_turn("u", "t", [HumanMessage("an old conversation")])
+        m._clock = lambda: datetime.now(timezone.utc)  # noqa: E731
+    with TieredMemory(tmp_path, _config(idle_timeout_minutes=60), embeddings=HashingEmbeddings()) as m:
+        m._clock = lambda: datetime.now(timezone.utc) + timedelta(hours=2)  # noqa: E731
+        m._end_idle_sessions()
+        m.flush()
+        assert len(m.search_episodes("u")) == 1
+        m._end_idle_sessions()
+        m.flush()
+        assert len(m.search_episodes("u")) == 1  # once per session
+
+
+def test_forget_thread_removes_its_episodes(tmp_path):
+    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+        m.after_turn("u", "t", [HumanMessage("hello")])
+        m.end_session("u", "t")
+        assert m.forget(thread_id="t")["episodes"] == 1
+        assert m.search_episodes("u") == []
