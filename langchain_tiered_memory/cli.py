@@ -77,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", type=Path, default=None, help="memory directory (default: a new temporary one)"
     )
     demo.add_argument(
-        "--max-tokens", type=int, default=450, help="the demo model's context window (default: 450)"
+        "--max-tokens", type=int, default=600, help="the demo model's context window (default: 600)"
     )
     demo.set_defaults(run=_demo)
     return parser
@@ -89,7 +89,11 @@ def _demo(args: argparse.Namespace) -> int:
     from .config import MemoryConfig
     from .manager import TieredMemory
 
-    config = MemoryConfig(max_tokens=args.max_tokens, system_reserve=60, output_reserve=100)
+    # Inline jobs: the summary and entities of each turn exist before the next one starts.
+    config = MemoryConfig(
+        max_tokens=args.max_tokens, system_reserve=60, output_reserve=100, summary_max_tokens=120,
+        job_mode="inline",
+    )
     with tempfile.TemporaryDirectory(prefix="tiered-memory-demo-") as tmp:
         data_dir = args.data_dir or Path(tmp)
         with TieredMemory(data_dir, config) as memory:
@@ -114,6 +118,9 @@ def _demo(args: argparse.Namespace) -> int:
             context = memory.before_turn(user, thread)
             print("\nwhat the model would be sent now:")
             for message in context.messages:
+                if message is not context.system_message and message.type == "system":
+                    print("  [memory] " + message.text.replace("\n", "\n           "))
+                    continue
                 text = textwrap.shorten(message.text, 90, placeholder=" …")
                 print(f"  [{message.type:>6}] {text}")
             print("\ntoken accounting:")
@@ -122,9 +129,14 @@ def _demo(args: argparse.Namespace) -> int:
             usage = context.token_usage
             print(f"  {'total':<10} {usage.total:>6} of {usage.budget} ({usage.remaining} free)")
             print(
-                f"\n{context.evicted} older messages left the window; all "
-                f"{len(memory.get_messages(user, thread))} stay in the log (memory.get_messages)."
+                f"\n{context.evicted} older messages left the window (folded into the summary); "
+                f"all {len(memory.get_messages(user, thread))} stay in the log (memory.get_messages)."
             )
+            print("\nentities remembered (memory.entities):")
+            for entity in memory.entities(user):
+                attrs = ", ".join(f"{k}={v}" for k, v in entity.attributes.items())
+                print(f"  {entity.name} ({entity.type}) {attrs}")
+            print(f"\nextractor: {memory.stats()['extractor']} (pass model= to use an LLM)")
     return 0
 
 
