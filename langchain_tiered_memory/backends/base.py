@@ -55,6 +55,7 @@ __all__ = [
     "Where",
     "bm25_document",
     "bm25_query",
+    "mismatch_message",
     "reindex_backend",
     "rrf_max",
 ]
@@ -272,21 +273,35 @@ class BackendInfo:
     @property
     def mismatch(self) -> str | None:
         """Why vectors cannot be used now (a model change, an unfinished reindex), or None."""
-        if self.reindex_target is not None:
-            return (
-                f"the vector collection at {self.location} has an unfinished reindex to "
-                f"{self.reindex_target!r}; run memory.reindex() (or `tiered-memory reindex`) "
-                "again to finish it, it resumes where it stopped"
-            )
-        if (self.dimension, self.model_id) != (self.expected_dimension, self.expected_model_id):
-            return (
-                f"the vector collection at {self.location} was built with embedding model "
-                f"{self.model_id!r} ({self.dimension}-d), but the embeddings in use are "
-                f"{self.expected_model_id!r} ({self.expected_dimension}-d); run "
-                "memory.reindex() (or `tiered-memory reindex`) to rebuild the vectors with "
-                "the new model, or pass the original embeddings"
-            )
-        return None
+        return mismatch_message(
+            self.location,
+            (self.model_id, self.dimension),
+            (self.expected_model_id, self.expected_dimension),
+            self.reindex_target,
+        )
+
+
+def mismatch_message(
+    location: str,
+    stored: tuple[str, int],
+    expected: tuple[str, int],
+    reindex_target: str | None = None,
+) -> str | None:
+    """The :class:`EmbeddingMismatchError` message for a collection, or None if usable."""
+    if reindex_target is not None:
+        return (
+            f"the vector collection at {location} has an unfinished reindex to "
+            f"{reindex_target!r}; run memory.reindex() (or `tiered-memory reindex`) again "
+            "to finish it: it resumes where it stopped"
+        )
+    if stored != expected:
+        return (
+            f"the vector collection at {location} was built with embedding model "
+            f"{stored[0]!r} ({stored[1]}-d), but the embeddings in use are {expected[0]!r} "
+            f"({expected[1]}-d); run memory.reindex() (or `tiered-memory reindex`) to "
+            "rebuild the vectors with the new model, or pass the original embeddings"
+        )
+    return None
 
 
 @runtime_checkable
@@ -473,10 +488,16 @@ def reindex_backend(
     if progress is not None:
         progress(done, total)
     rebuilt = 0
+    previous: set[str] = set()
     while True:
         records, _ = backend.scroll(pending, limit=batch_size)
         if not records:
             break
+        ids = {r.id for r in records}
+        if ids & previous:
+            # A backend that does not stamp would loop here forever.
+            raise VectorStoreError("reindex made no progress: re-embedded points are still pending")
+        previous = ids
         texts = [text_of(r.payload) for r in records]
         vectors = embed(texts)
         if len(vectors) != len(records):
