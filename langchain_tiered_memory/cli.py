@@ -80,7 +80,32 @@ def _parser() -> argparse.ArgumentParser:
         "--max-tokens", type=int, default=600, help="the demo model's context window (default: 600)"
     )
     demo.set_defaults(run=_demo)
+    reindex = sub.add_parser(
+        "reindex", help="rebuild every vector from its text (after changing the embedding model)"
+    )
+    reindex.add_argument("--data-dir", type=Path, default=Path("./memory"), help="memory directory (default: ./memory)")
+    reindex.set_defaults(run=_reindex)
     return parser
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from .manager import TieredMemory
+
+    if not (args.data_dir / "memory.db").is_file():
+        print(f"tiered-memory: error: no memory in {args.data_dir} (no memory.db)", file=sys.stderr)
+        return 1
+
+    def bar(done: int, total: int) -> None:
+        width = 30
+        filled = width if total == 0 else width * done // total
+        sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    with TieredMemory(args.data_dir) as memory:
+        counts = memory.reindex(progress=bar)
+    sys.stderr.write("\n")
+    print(f"reindexed {counts['memories']} memories and {counts['episodes']} episodes")
+    return 0
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ names any ``Embeddings`` so that a stored collection notices when its model chan
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import hashlib
 import importlib.util
 import itertools
@@ -580,6 +582,8 @@ def embedding_model_id(emb: Embeddings) -> str:
     ``model_id``, ``deployment`` and ``repo_id``, plus ``/d=<n>`` when it has an int
     ``dimensions``, ``dimension`` or ``size``; with none, the class name alone.
     """
+    if isinstance(emb, CachedQueryEmbeddings):
+        return embedding_model_id(emb.inner)
     if isinstance(emb, (MiniLMEmbeddings, SentenceTransformerEmbeddings, HashingEmbeddings)):
         return emb.model_id
     parts = [type(emb).__name__]
@@ -594,3 +598,37 @@ def embedding_model_id(emb: Embeddings) -> str:
             parts.append(f"d={value}")
             break
     return "/".join(parts)
+
+
+class CachedQueryEmbeddings(Embeddings):
+    """Any embeddings, remembering recent query vectors.
+
+    The memories and episodes sections embed the same query each turn, and agents often
+    ask the same turn twice (hooks, retries): the second time costs nothing.
+    """
+
+    def __init__(self, inner: Embeddings, size: int = 256) -> None:
+        self.inner = inner
+        self._size = size
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+        dimension = getattr(inner, "dimension", None)
+        if isinstance(dimension, int) and not isinstance(dimension, bool):
+            self.dimension = dimension
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """The inner model's document vectors (not cached)."""
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        """The inner model's query vector, from the cache when recently asked."""
+        with self._lock:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                return self._cache[text]
+        vector = self.inner.embed_query(text)
+        with self._lock:
+            self._cache[text] = vector
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return vector

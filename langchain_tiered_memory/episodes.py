@@ -166,3 +166,46 @@ def payload(episode: Episode) -> dict[str, Any]:
 
 def _epoch(value: datetime | None) -> float | None:
     return None if value is None else value.timestamp()
+
+
+class BackendEpisodeIndex:
+    """:class:`EpisodeIndex` over a vector backend collection (Edge shard or server)."""
+
+    def __init__(self, backend: Any, embeddings: Any) -> None:
+        self._backend = backend
+        self._embeddings = embeddings
+
+    def upsert(self, user_id: str, episode_id: str, text: str, payload: dict[str, Any]) -> None:
+        from .backends.base import PointData
+
+        vector = self._embeddings.embed_documents([text])[0]
+        self._backend.upsert([PointData(episode_id, vector, text, {**payload, "user_id": user_id})])
+
+    def query(
+        self, user_id: str, text: str, k: int, since: float | None, until: float | None
+    ) -> list[tuple[str, float]]:
+        from .backends.base import HybridQuery, Range, Where
+
+        ranges = {}
+        if since is not None:
+            ranges["ended_at"] = Range(gte=since)
+        if until is not None:
+            ranges["started_at"] = Range(lte=until)
+        where = Where(equals={"user_id": user_id}, ranges=ranges)
+        hits = self._backend.hybrid(
+            HybridQuery(vector=self._embeddings.embed_query(text), text=text, where=where, limit=k)
+        )
+        return [(h.id, h.score) for h in hits]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._backend.delete(list(ids))
+
+
+def episode_schema() -> Any:
+    """The payload fields the episodes collection indexes."""
+    from .backends.base import CollectionSchema
+
+    return CollectionSchema(
+        tenant_field="user_id", keyword_fields=("thread_id",), float_fields=("started_at", "ended_at")
+    )

@@ -53,6 +53,7 @@ from .window import ThreadIndex, fit_group, select, truncate_message
 
 if TYPE_CHECKING:
     from .extraction import Extractor
+    from .vectors import MemoryEntry, MemoryHit, VectorMemory
     from .integrations.chat_history import TieredChatMessageHistory
     from .integrations.store import TieredMemoryStore
     from .integrations.store import TieredMemoryStore
@@ -104,6 +105,9 @@ class TieredMemory:
         embeddings: Embeddings for the long-term layers.
         token_counter: A chat model or a callable over a list of messages, to count tokens
             instead of tiktoken ``cl100k_base``.
+        qdrant_url, qdrant_api_key: Keep long-term memories and episodes on a Qdrant server
+            or cluster instead of the embedded Qdrant Edge shards under ``data_dir``.
+        qdrant_client: A ``qdrant_client.QdrantClient`` to use instead of ``qdrant_url``.
 
     Use it as a context manager, or call :meth:`close` when done.
     """
@@ -116,8 +120,16 @@ class TieredMemory:
         embeddings: Embeddings | None = None,
         *,
         token_counter: TokenCounterLike | TokenCounter | None = None,
+        qdrant_url: str | None = None,
+        qdrant_api_key: str | None = None,
+        qdrant_client: Any = None,
     ) -> None:
         self.config = _as_config(config)
+        # Server mode: the same collections on a Qdrant server or cluster (or a given
+        # qdrant-client, e.g. its local mode in tests). Default: Edge shards in data_dir.
+        self._qdrant = {"url": qdrant_url, "api_key": qdrant_api_key, "client": qdrant_client}
+        self._vectors: VectorMemory | None = None
+        self._vector_lock = threading.Lock()
         self.model = model
         self.embeddings = embeddings
         self.counter = make_counter(token_counter)
@@ -130,16 +142,22 @@ class TieredMemory:
         self._summary = SummaryLayer(self._storage, self.counter, self.config.summary_max_tokens)
         self._entities = EntityLayer(self._storage, self.counter, self.config.entities_max_tokens)
         self._episode_index: EpisodeIndex | None = None
+        self._episode_backend: Any = None
         self._store: TieredMemoryStore | None = None
         self._episodes = EpisodeLayer(
             self._storage,
             self.counter,
-            lambda: self._episode_index,
+            self._episode_index_or_open,
             max_tokens=self.config.episodes_max_tokens,
             k=self.config.episodes_k,
         )
         # Order is priority: a section early in the list is served first from the budget.
-        self._sections: list[SectionProvider] = [self._summary, self._entities, self._episodes]
+        self._sections: list[SectionProvider] = [
+            self._summary,
+            self._entities,
+            _MemoriesSection(self),
+            self._episodes,
+        ]
         self._jobs = JobRunner(
             self._storage,
             {"extract": self._run_extract_job, "episode": self._run_episode_job},
@@ -186,6 +204,11 @@ class TieredMemory:
         Jobs not yet run stay in the journal and run when the directory is opened again.
         """
         self._jobs.close()
+        with self._vector_lock:
+            if self._vectors is not None:
+                self._vectors.close()
+            if self._episode_backend is not None:
+                self._episode_backend.close()
         self._storage.close()
         with self._lock:
             self._indexes.clear()
@@ -330,11 +353,29 @@ class TieredMemory:
 
     def _memory_users(self) -> list[str]:
         """Users with long-term memories (for the store's namespace listing)."""
-        return []
+        if not (self._storage.has_vectors(self.data_dir) or any(self._qdrant.values())):
+            return []
+        return sorted({r.payload.get("user_id") for r in self._scroll_all() if r.payload.get("user_id")})
 
     def _memory_subspaces(self, user_id: str) -> set[tuple[str, ...]]:
         """The store sub-namespaces the user's memories were put under."""
-        return set()
+        from .integrations.store import STORE_SUBSPACE
+
+        return {
+            tuple((r.payload.get("metadata") or {}).get(STORE_SUBSPACE, ()))
+            for r in self._scroll_all(user_id)
+        }
+
+    def _scroll_all(self, user_id: str | None = None) -> list[Any]:
+        from .backends.base import Where
+
+        where = Where(equals={"user_id": user_id}) if user_id else Where()
+        out, offset = [], None
+        while True:
+            records, offset = self.vectors.backend.scroll(where, limit=1_000, offset=offset)
+            out += records
+            if offset is None:
+                return out
 
     def _embedder(self) -> Embeddings:
         """The embeddings in use: those passed in, else the offline default (loaded once)."""
@@ -395,11 +436,14 @@ class TieredMemory:
         user_id: str | None = None,
         thread_id: str | None = None,
         entity: str | None = None,
+        memory_id: str | None = None,
     ) -> dict[str, int]:
-        """Delete a thread, an entity of a user, or everything of a user, in every layer.
+        """Delete a thread, an entity, a memory, or everything of a user, in every layer.
 
-        ``thread_id``: the thread (with ``user_id``, only if it is theirs). ``user_id`` and
-        ``entity``: that entity's profile and history. ``user_id`` alone: all of the user.
+        ``thread_id``: the thread, its summary, jobs, episodes and the memories and entity
+        attributes learned in it (with ``user_id``, only if it is theirs). ``user_id`` with
+        ``entity`` or ``memory_id``: that one profile or memory. ``user_id`` alone: all of
+        the user — messages, summaries, entities, memories, episodes, jobs, store items.
         Returns counts of what was deleted. This is the only way messages leave the log.
         """
         if user_id is None and thread_id is None:
@@ -408,6 +452,10 @@ class TieredMemory:
             _check_id("user_id", user_id)
         if thread_id is not None:
             _check_id("thread_id", thread_id)
+        if memory_id is not None:
+            if user_id is None or thread_id is not None or entity is not None:
+                raise InvalidInputError("forget(memory_id=...) takes user_id= and nothing else")
+            return {"memories": int(self.vectors.forget(user_id, memory_id))}
         if entity is not None:
             if user_id is None or thread_id is not None:
                 raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
@@ -416,16 +464,143 @@ class TieredMemory:
             return {"entities": self._storage.forget_entity(user_id, name_key(entity))}
         with self._lock:
             if thread_id is not None:
+                thread = self._storage.thread(thread_id)
                 counts = self._storage.forget_thread(thread_id, user_id)
+                if thread is not None:
+                    counts.update(self._forget_vectors(thread.user_id, thread_id))
                 self._indexes.pop(thread_id, None)
                 self._memory_tokens.pop(thread_id, None)
             else:
                 assert user_id is not None
                 counts = self._storage.forget_user(user_id)
+                counts.update(self._forget_vectors(user_id, None))
+                counts["store_items"] = self._storage.store_forget_user(user_id)
                 # Thread ids are global, and the cache does not know owners: drop it all.
                 self._indexes.clear()
                 self._memory_tokens.clear()
         return counts
+
+    # --- long-term memory --------------------------------------------------------------
+
+    @property
+    def vectors(self) -> VectorMemory:
+        """The long-term memory layer (opened on first use: it loads the embedding model)."""
+        self._check_open()
+        with self._vector_lock:
+            if self._vectors is None:
+                from .vectors import VectorMemory
+
+                self._vectors = VectorMemory.open(
+                    self.data_dir, self._query_cached(), self.config, clock=lambda: self._clock(),
+                    counter=self.counter, **self._qdrant,
+                )
+            return self._vectors
+
+    def remember(
+        self,
+        user_id: str,
+        content: str,
+        memory_type: str = "fact",
+        importance: float = 0.5,
+        metadata: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+    ) -> str:
+        """Store a long-term memory; returns its id (or that of the memory it merged into).
+
+        A memory nearly identical (cosine > ``merge_threshold``) to one of the user's merges
+        into it instead of adding a duplicate. No LLM call.
+        """
+        _check_id("user_id", user_id)
+        return self.vectors.remember(
+            user_id, content, memory_type, importance, metadata, session_id, memory_id=memory_id  # type: ignore[arg-type]
+        )
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        memory_types: Sequence[str] | None = None,
+        min_importance: float | None = None,
+        explain: bool = False,
+    ) -> list[MemoryHit]:
+        """The user's memories best matching ``query``: hybrid (dense + BM25, RRF), ranked
+        with importance and decay; recalled memories get the access boost."""
+        _check_id("user_id", user_id)
+        return self.vectors.search(user_id, query, k, memory_types, min_importance, explain)  # type: ignore[arg-type]
+
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryEntry:
+        """One memory of the user (``NotFoundError`` if it does not exist or is another's)."""
+        _check_id("user_id", user_id)
+        return self.vectors.get(user_id, memory_id)
+
+    def update_memory(self, user_id: str, memory_id: str, **changes: Any) -> MemoryEntry:
+        """Change a memory's ``content``, ``importance``, ``memory_type`` or ``metadata``."""
+        _check_id("user_id", user_id)
+        return self.vectors.update(user_id, memory_id, **changes)
+
+    def list_memories(
+        self, user_id: str, memory_types: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """The user's memories, newest first."""
+        _check_id("user_id", user_id)
+        return self.vectors.list(user_id, memory_types, limit, offset)  # type: ignore[arg-type]
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every vector (memories, episodes) from its owner's text with the current
+        embeddings, e.g. after changing the model. Resumable: run it again after a stop."""
+        done = {"memories": self.vectors.reindex(progress)}
+        from .backends.base import PointData
+
+        backend = self._episode_backend_open(reindexing=True)
+        rows = self._storage.all_episodes()
+        backend.begin_reindex()
+        embeddings = self._query_cached()
+        for start in range(0, len(rows), 64):
+            batch = [Episode.from_row(r) for r in rows[start : start + 64]]
+            vectors = embeddings.embed_documents([e.text() for e in batch])
+            backend.update_vectors(
+                [PointData(e.id, v, e.text(), payload(e)) for e, v in zip(batch, vectors)]
+            )
+            if progress is not None:
+                progress(start + len(batch), len(rows))
+        backend.finish_reindex()
+        done["episodes"] = len(rows)
+        return done
+
+    def as_vectorstore(self) -> Any:
+        """A ``langchain_qdrant.QdrantVectorStore`` over the memories collection (server mode)."""
+        return self.vectors.backend.as_vectorstore(self._query_cached())  # type: ignore[attr-defined]
+
+    def _query_cached(self) -> Embeddings:
+        from .embeddings import CachedQueryEmbeddings
+
+        if not isinstance(self.embeddings, CachedQueryEmbeddings):
+            self.embeddings = CachedQueryEmbeddings(self._embedder())
+        return self.embeddings
+
+    def _episode_backend_open(self, reindexing: bool = False) -> Any:
+        with self._vector_lock:
+            if self._episode_backend is None:
+                from .backends import open_backend
+                from .embeddings import embedding_model_id
+                from .episodes import BackendEpisodeIndex, episode_schema
+                from .vectors import embedding_dimension
+
+                embeddings = self._query_cached()
+                self._episode_backend = open_backend(
+                    self.data_dir, "episodes", dimension=embedding_dimension(embeddings),
+                    model_id=embedding_model_id(embeddings), schema=episode_schema(), **self._qdrant,
+                )
+                self._episode_index = BackendEpisodeIndex(self._episode_backend, embeddings)
+            return self._episode_backend
+
+    def _episode_index_or_open(self) -> EpisodeIndex | None:
+        if self._episode_index is None and self._storage.has_episodes():
+            self._episode_backend_open()
+        return self._episode_index
 
     # --- episodes ---------------------------------------------------------------------
 
@@ -504,11 +679,24 @@ class TieredMemory:
             data["summary"], list(data.get("decisions", [])), data.get("outcome", ""),
             list(data.get("topics", [])), first, last, self._clock().isoformat(),
         )
-        if self._episode_index is not None:
-            # Index first: a crash after it leaves a vector that the retry overwrites.
-            episode = Episode.from_row(row)
-            self._episode_index.upsert(thread.user_id, row.id, episode.text(), payload(episode))
+        self._episode_backend_open()
+        assert self._episode_index is not None
+        # Index first: a crash after it leaves a vector that the retry overwrites.
+        episode = Episode.from_row(row)
+        self._episode_index.upsert(thread.user_id, row.id, episode.text(), payload(episode))
         self._storage.insert_episode(row, job, worker)
+
+    def _forget_vectors(self, user_id: str, thread_id: str | None) -> dict[str, int]:
+        """Delete the user's (or one thread's) points from the vector collections."""
+        from .backends.base import Where
+
+        equals = {"user_id": user_id} if thread_id is None else {"user_id": user_id, "session_id": thread_id}
+        out = {"memories": 0}
+        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()):
+            out["memories"] = self.vectors.backend.delete_where(Where(equals=equals))
+            episodes = {"user_id": user_id} if thread_id is None else {"user_id": user_id, "thread_id": thread_id}
+            self._episode_backend_open().delete_where(Where(equals=episodes))
+        return out
 
     # --- jobs -------------------------------------------------------------------------
 
@@ -544,6 +732,18 @@ class TieredMemory:
 
         extraction = TurnExtraction.model_validate(result["extraction"])
         summary = result.get("summary")
+        keep = [m for m in extraction.memories if m.importance >= self.config.importance_threshold]
+        if keep:
+            # Ids derived from the job: a replay after a crash stores nothing twice.
+            self.vectors.remember_many(
+                thread.user_id,
+                [
+                    {"content": m.content, "memory_type": m.memory_type, "importance": m.importance,
+                     "session_id": thread.thread_id,
+                     "memory_id": str(uuid.uuid5(_JOB_NAMESPACE, f"{job.key}\x1f{i}"))}
+                    for i, m in enumerate(keep)
+                ],
+            )
         self._storage.complete_extraction(
             job,
             worker,
@@ -791,6 +991,29 @@ def _normalise(messages: Any) -> list[BaseMessage]:
             "messages (HumanMessage, AIMessage, …), role/content dicts or (role, content) tuples"
         )
     return out
+
+
+_JOB_NAMESPACE = uuid.UUID("0d6b2f0c-7a55-4f1e-8f0c-2b7d1e9a4c33")
+
+
+class _MemoriesSection:
+    """The long-term memories section of the context."""
+
+    name = "memories"
+
+    def __init__(self, memory: TieredMemory) -> None:
+        self._memory = memory
+
+    def section(
+        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
+    ) -> ContextSection | None:
+        m = self._memory
+        if not query or not query.strip() or m.config.memories_k == 0:
+            return None
+        # Without a shard yet there is nothing to recall: skip loading the model.
+        if m._vectors is None and not (m._storage.has_vectors(m.data_dir) or any(m._qdrant.values())):
+            return None
+        return m.vectors.section(user_id, query, min(max_tokens, m.config.memories_max_tokens))
 
 
 def _summary_update(data: dict[str, Any]) -> SummaryUpdate:

@@ -1048,6 +1048,22 @@ class Storage:
             rows = conn.execute(sql + " ORDER BY ended_at DESC", args).fetchall()
         return [_episode(r) for r in rows]
 
+    def all_episodes(self) -> list[EpisodeRow]:
+        """Every episode (for reindexing)."""
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {_EPISODE_COLUMNS} FROM episodes ORDER BY created_at").fetchall()
+        return [_episode(r) for r in rows]
+
+    def has_episodes(self) -> bool:
+        """Whether any episode exists."""
+        with self._read() as conn:
+            return conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone() is not None
+
+    @staticmethod
+    def has_vectors(data_dir: Path) -> bool:
+        """Whether an embedded vector collection was ever created under ``data_dir``."""
+        return (data_dir / "qdrant").is_dir()
+
     def last_episode_seq(self, thread_id: str) -> int:
         """The last message seq covered by the thread's episodes (-1 if none)."""
         with self._read() as conn:
