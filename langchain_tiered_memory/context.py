@@ -8,10 +8,14 @@ instructions" and have it remembered).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, SystemMessage
+
+if TYPE_CHECKING:
+    from .tokens import TokenCounter
 
 #: Section names of the token accounting that are not memory layers.
 SYSTEM = "system"
@@ -32,6 +36,24 @@ class ContextSection:
     name: str
     text: str
     tokens: int = 0
+
+
+def section_of_lines(
+    name: str, lines: Iterable[str], counter: TokenCounter, budget: int
+) -> ContextSection | None:
+    """A section of the best-first ``lines`` that fit ``budget`` tokens; ``None`` if none fits."""
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = counter.count_text(line + "\n")
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    if not kept:
+        return None
+    text = "\n".join(kept)
+    return ContextSection(name, text, counter.count_text(text))
 
 
 @dataclass(frozen=True)

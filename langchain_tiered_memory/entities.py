@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .context import ContextSection
+from .context import ContextSection, section_of_lines
 from .errors import InvalidInputError
 from .storage import EntityRow, EntityUpdate, Storage, ThreadRow
 from .tokens import TokenCounter
@@ -165,17 +165,5 @@ class EntityLayer:
         self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
     ) -> ContextSection | None:
         """The entities relevant to the query, one line each, within the token budget."""
-        budget = min(max_tokens, self._max_tokens)
-        lines: list[str] = []
-        used = 0
-        for entity in self.relevant(user_id, query):
-            line = render(entity)
-            cost = self._counter.count_text(line + "\n")
-            if used + cost > budget:
-                break
-            lines.append(line)
-            used += cost
-        if not lines:
-            return None
-        text = "\n".join(lines)
-        return ContextSection(self.name, text, self._counter.count_text(text))
+        lines = (render(entity) for entity in self.relevant(user_id, query))
+        return section_of_lines(self.name, lines, self._counter, min(max_tokens, self._max_tokens))

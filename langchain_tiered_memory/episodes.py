@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from .context import ContextSection
+from .context import ContextSection, section_of_lines
 from .storage import EpisodeRow, Storage, ThreadRow
 from .tokens import TokenCounter
 
@@ -128,19 +128,8 @@ class EpisodeLayer:
         """Past episodes relevant to the query, one line each, within the budget."""
         if self._k == 0:
             return None
-        budget = min(max_tokens, self._max_tokens)
-        lines, used = [], 0
-        for hit in self.search(user_id, query, k=self._k):
-            line = render(hit.episode)
-            cost = self._counter.count_text(line + "\n")
-            if used + cost > budget:
-                break
-            lines.append(line)
-            used += cost
-        if not lines:
-            return None
-        text = "\n".join(lines)
-        return ContextSection(self.name, text, self._counter.count_text(text))
+        lines = (render(hit.episode) for hit in self.search(user_id, query, k=self._k))
+        return section_of_lines(self.name, lines, self._counter, min(max_tokens, self._max_tokens))
 
 
 def render(episode: Episode) -> str:
