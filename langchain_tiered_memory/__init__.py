@@ -1,7 +1,8 @@
 """Layered memory for LangChain and LangGraph agents.
 
-A token-budgeted conversation window over a durable SQLite log, behind the interfaces agent
-code already uses. Start with :class:`TieredMemory`::
+A token-budgeted conversation window over a durable SQLite log, a running summary, entity
+profiles, long-term vector memory (Qdrant Edge by default) and episodes, behind the
+interfaces agent code already uses. Start with :class:`TieredMemory`::
 
     from langchain_tiered_memory import TieredMemory
 
@@ -13,54 +14,118 @@ code already uses. Start with :class:`TieredMemory`::
 
 from .config import MemoryConfig
 from .context import ContextSection, MemoryContext, TokenUsage
+from .display import MemoryStats, SearchResults
+from .embeddings import (
+    CachedQueryEmbeddings,
+    HashingEmbeddings,
+    MiniLMEmbeddings,
+    SentenceTransformerEmbeddings,
+    default_embeddings,
+)
+from .entities import AttributeValue, Entity
+from .episodes import Episode, EpisodeHit
 from .errors import (
     ConfigError,
     CorruptDatabaseError,
     DataDirError,
     EmbeddingError,
+    EmbeddingMismatchError,
+    ExtractionError,
+    ExtractionTimeoutError,
     ForeignDatabaseError,
     InvalidIdentifierError,
     InvalidInputError,
     InvalidMessageError,
     MemoryClosedError,
+    NotFoundError,
     SchemaVersionError,
+    ShardLockedError,
     StorageError,
     ThreadOwnershipError,
     TieredMemoryError,
     TokenCounterError,
+    VectorStoreError,
 )
 from .integrations.chat_history import TieredChatMessageHistory
+from .integrations.store import TieredMemoryStore
 from .manager import ThreadInfo, TieredMemory, TurnResult
 from .tokens import TokenCounter, TokenCounterLike
+from .vectors import MemoryEntry, MemoryHit, MemoryType, ScoreParts
 from .window import TRUNCATION_MARKER
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "TRUNCATION_MARKER",
-    "ConfigError",
-    "ContextSection",
-    "CorruptDatabaseError",
-    "DataDirError",
-    "EmbeddingError",
-    "ForeignDatabaseError",
-    "InvalidIdentifierError",
-    "InvalidInputError",
-    "InvalidMessageError",
-    "MemoryClosedError",
-    "MemoryConfig",
-    "MemoryContext",
-    "SchemaVersionError",
-    "StorageError",
-    "ThreadInfo",
-    "ThreadOwnershipError",
-    "TieredChatMessageHistory",
-    "TieredMemory",
-    "TieredMemoryError",
-    "TokenCounter",
-    "TokenCounterError",
-    "TokenCounterLike",
-    "TokenUsage",
-    "TurnResult",
-    "__version__",
-]
+# Adapters imported on first use: they pull in LangGraph's prebuilt agents or LangChain v1
+# (the optional ``agents`` extra), which plain users of the memory never load.
+_LAZY = {
+    "TieredCheckpointSaver": ".integrations.checkpointer",
+    "AsyncTieredCheckpointSaver": ".integrations.checkpointer",
+    "TieredMemoryMiddleware": ".integrations.middleware",
+    "MemoryState": ".integrations.nodes",
+    "recall_node": ".integrations.nodes",
+    "record_node": ".integrations.nodes",
+    "create_memory_tools": ".integrations.tools",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(
+    [
+        "TRUNCATION_MARKER",
+        "AttributeValue",
+        "CachedQueryEmbeddings",
+        "ConfigError",
+        "ContextSection",
+        "CorruptDatabaseError",
+        "DataDirError",
+        "EmbeddingError",
+        "EmbeddingMismatchError",
+        "Entity",
+        "Episode",
+        "EpisodeHit",
+        "ExtractionError",
+        "ExtractionTimeoutError",
+        "ForeignDatabaseError",
+        "HashingEmbeddings",
+        "InvalidIdentifierError",
+        "InvalidInputError",
+        "InvalidMessageError",
+        "MemoryClosedError",
+        "MemoryConfig",
+        "MemoryContext",
+        "MemoryEntry",
+        "MemoryHit",
+        "MemoryStats",
+        "MemoryType",
+        "MiniLMEmbeddings",
+        "NotFoundError",
+        "SchemaVersionError",
+        "ScoreParts",
+        "SearchResults",
+        "SentenceTransformerEmbeddings",
+        "ShardLockedError",
+        "StorageError",
+        "ThreadInfo",
+        "ThreadOwnershipError",
+        "TieredChatMessageHistory",
+        "TieredMemory",
+        "TieredMemoryError",
+        "TieredMemoryStore",
+        "TokenCounter",
+        "TokenCounterError",
+        "TokenCounterLike",
+        "TokenUsage",
+        "TurnResult",
+        "VectorStoreError",
+        "__version__",
+        "default_embeddings",
+        *_LAZY,
+    ]
+)

@@ -116,6 +116,11 @@ class MemoryContext:
         """The rendered memory text, ``""`` when no layer contributed."""
         return render_memory_text(self.sections)
 
+    def _repr_html_(self) -> str:
+        from .display import context_html
+
+        return context_html(self)
+
 
 def render_memory_text(sections: Sequence[ContextSection]) -> str:
     """The fenced text of the memory block, ``""`` when every section is empty."""

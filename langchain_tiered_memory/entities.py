@@ -50,6 +50,11 @@ class Entity:
     updated_at: str
     history: dict[str, list[AttributeValue]]
 
+    def _repr_html_(self) -> str:
+        from .display import entity_html
+
+        return entity_html(self)
+
 
 def name_key(name: str) -> str:
     """The matching key of an entity name: NFKC, case-folded, whitespace collapsed."""

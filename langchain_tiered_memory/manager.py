@@ -35,12 +35,15 @@ from langchain_core.messages import (
 
 from .config import MemoryConfig
 from .context import OVERHEAD, SYSTEM, WINDOW, ContextSection, MemoryContext, TokenUsage, render_memory_block
+from .display import MemoryStats, SearchResults
 from .errors import (
     ConfigError,
+    EmbeddingError,
     InvalidIdentifierError,
     InvalidInputError,
     InvalidMessageError,
     MemoryClosedError,
+    ShardLockedError,
     ThreadOwnershipError,
 )
 from .entities import Entity, EntityLayer, name_key, updates
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
     from .extraction import Extractor
     from .vectors import MemoryEntry, MemoryHit, VectorMemory
     from .integrations.chat_history import TieredChatMessageHistory
-    from .integrations.store import TieredMemoryStore
+    from .integrations.checkpointer import AsyncTieredCheckpointSaver, TieredCheckpointSaver
     from .integrations.store import TieredMemoryStore
 
 MAX_ID_LENGTH = 512
@@ -144,6 +147,9 @@ class TieredMemory:
         self._episode_index: EpisodeIndex | None = None
         self._episode_backend: Any = None
         self._store: TieredMemoryStore | None = None
+        self._checkpointer: TieredCheckpointSaver | None = None
+        self._async_checkpointer: AsyncTieredCheckpointSaver | None = None
+        self._hooks: dict[str, Callable[..., Any]] = {}
         self._episodes = EpisodeLayer(
             self._storage,
             self.counter,
@@ -204,6 +210,9 @@ class TieredMemory:
         Jobs not yet run stay in the journal and run when the directory is opened again.
         """
         self._jobs.close()
+        for saver in (self._checkpointer, self._async_checkpointer):
+            if saver is not None:
+                saver.close()
         with self._vector_lock:
             if self._vectors is not None:
                 self._vectors.close()
@@ -280,12 +289,15 @@ class TieredMemory:
         return await asyncio.to_thread(self.before_turn, user_id, thread_id, query)
 
     def after_turn(
-        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]
+        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage], *, extract: bool = True
     ) -> TurnResult:
         """Append the turn's messages to the thread's log, durably, before anything else.
 
         A message whose ``id`` the thread already holds is skipped, so sending the same
         messages again stores nothing twice. Messages without an ``id`` get one.
+        ``extract=False`` stores them without journaling an extraction job, for a turn still
+        under way (its input, its tool steps): the turn's last ``after_turn`` journals one
+        job that covers every message not yet extracted, so a turn costs one LLM call.
         """
         _check_id("user_id", user_id)
         _check_id("thread_id", thread_id)
@@ -294,7 +306,8 @@ class TieredMemory:
         now = self._clock().isoformat()
         with self._lock:
             result = self._storage.append_messages(
-                user_id, thread_id, rows, counter=self.counter.name, now=now, job_kind="extract"
+                user_id, thread_id, rows, counter=self.counter.name, now=now,
+                job_kind="extract" if extract else None,
             )
             index = self._indexes.get(thread_id)
             seqs = [seq for seq, _ in result.stored]
@@ -311,15 +324,28 @@ class TieredMemory:
                     ]
                 )
             evicted = self._record_eviction(result.thread)
-        if seqs:
+        if seqs and extract:
             self._jobs.notify()
         return TurnResult(len(seqs), result.duplicates, seqs, evicted)
 
     async def aafter_turn(
-        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]
+        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage], *, extract: bool = True
     ) -> TurnResult:
         """Async :meth:`after_turn` (runs in a worker thread: SQLite is blocking)."""
-        return await asyncio.to_thread(self.after_turn, user_id, thread_id, messages)
+        return await asyncio.to_thread(self.after_turn, user_id, thread_id, messages, extract=extract)
+
+    def recorded_ids(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of ``message_ids`` the thread's log already holds.
+
+        Lets an adapter whose graph state holds the whole thread send only what is new.
+        """
+        _check_id("user_id", user_id)
+        _check_id("thread_id", thread_id)
+        thread = self._storage.thread(thread_id)
+        _check_owner(thread, user_id)
+        if thread is None or not message_ids:
+            return set()
+        return self._storage.recorded_ids(thread.key, list(message_ids))
 
     # --- reading the log --------------------------------------------------------------
 
@@ -350,6 +376,47 @@ class TieredMemory:
 
             self._store = TieredMemoryStore(self)
         return self._store
+
+    @property
+    def checkpointer(self) -> TieredCheckpointSaver:
+        """A LangGraph checkpointer keeping thread state in this memory's database file
+        (``graph.compile(checkpointer=memory.checkpointer)``)."""
+        self._check_open()
+        with self._lock:
+            if self._checkpointer is None:
+                from .integrations.checkpointer import TieredCheckpointSaver
+
+                self._checkpointer = TieredCheckpointSaver(self._storage)
+            return self._checkpointer
+
+    @property
+    def async_checkpointer(self) -> AsyncTieredCheckpointSaver:
+        """The async checkpointer over the same file, for ``ainvoke``/``astream`` graphs."""
+        self._check_open()
+        with self._lock:
+            if self._async_checkpointer is None:
+                from .integrations.checkpointer import AsyncTieredCheckpointSaver
+
+                self._async_checkpointer = AsyncTieredCheckpointSaver(self._storage)
+            return self._async_checkpointer
+
+    @property
+    def pre_model_hook(self) -> Callable[..., Any]:
+        """``create_react_agent(pre_model_hook=...)``: the budgeted context as the model's
+        input, without rewriting the graph's messages. Ids from ``config["configurable"]``."""
+        return self._hook("pre_model_hook")
+
+    @property
+    def post_model_hook(self) -> Callable[..., Any]:
+        """``create_react_agent(post_model_hook=...)``: records the turn in every layer."""
+        return self._hook("post_model_hook")
+
+    def _hook(self, name: str) -> Callable[..., Any]:
+        if name not in self._hooks:
+            from .integrations import hooks
+
+            self._hooks[name] = getattr(hooks, name)(self)
+        return self._hooks[name]
 
     def _memory_users(self) -> list[str]:
         """Users with long-term memories (for the store's namespace listing)."""
@@ -391,22 +458,33 @@ class TieredMemory:
 
         return TieredChatMessageHistory(self, user_id, thread_id)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> MemoryStats:
         """Counts of what is stored, the database's size, and the job journal's state.
 
-        ``failed_jobs`` lists the jobs that failed for good, with their reasons.
+        ``failed_jobs`` lists the jobs that failed for good, with their reasons; ``memories``
+        is ``None`` while another process holds the Edge shard.
         """
         jobs = self._storage.job_counts()
-        return {
+        return MemoryStats({
             "data_dir": str(self.data_dir),
             **self._storage.counts(),
+            "memories": self._memory_count(),
             "extractor": "offline" if self.extractor.offline else self.extractor.name,
             "jobs": {k: jobs.get(k, 0) for k in ("pending", "running", "done", "failed")},
             "failed_jobs": [
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs("failed", limit=20)
             ],
-        }
+        })
+
+    def _memory_count(self) -> int | None:
+        # Opening the vectors loads the embedding model: not for a memory that has none.
+        if not (self._storage.has_vectors(self.data_dir) or any(self._qdrant.values())):
+            return 0
+        try:
+            return self.vectors.backend.count()
+        except ShardLockedError:
+            return None  # another process has the shard; the rest of the stats still hold
 
     # --- summary and entities ---------------------------------------------------------
 
@@ -440,10 +518,11 @@ class TieredMemory:
     ) -> dict[str, int]:
         """Delete a thread, an entity, a memory, or everything of a user, in every layer.
 
-        ``thread_id``: the thread, its summary, jobs, episodes and the memories and entity
-        attributes learned in it (with ``user_id``, only if it is theirs). ``user_id`` with
+        ``thread_id``: the thread, its summary, jobs, episodes, LangGraph checkpoints and the
+        memories and entity attributes learned in it (with ``user_id``, only if it is theirs). ``user_id`` with
         ``entity`` or ``memory_id``: that one profile or memory. ``user_id`` alone: all of
-        the user — messages, summaries, entities, memories, episodes, jobs, store items.
+        the user — messages, summaries, entities, memories, episodes, jobs, store items and
+        the checkpoints of their threads.
         Returns counts of what was deleted. This is the only way messages leave the log.
         """
         if user_id is None and thread_id is None:
@@ -465,14 +544,25 @@ class TieredMemory:
         with self._lock:
             if thread_id is not None:
                 thread = self._storage.thread(thread_id)
+                if thread is None and user_id is not None:
+                    # A thread only the checkpointer knows: its metadata says whose it is.
+                    owners = self._storage.checkpoint_users(thread_id)
+                    if owners and user_id not in owners:
+                        raise ThreadOwnershipError(
+                            f"thread {thread_id!r} does not belong to user {user_id!r}; nothing "
+                            "was forgotten"
+                        )
                 counts = self._storage.forget_thread(thread_id, user_id)
                 if thread is not None:
                     counts.update(self._forget_vectors(thread.user_id, thread_id))
+                counts["checkpoints"] = self._storage.forget_checkpoints([thread_id])
                 self._indexes.pop(thread_id, None)
                 self._memory_tokens.pop(thread_id, None)
             else:
                 assert user_id is not None
+                own_threads = [t.thread_id for t in self._storage.threads_of(user_id)]
                 counts = self._storage.forget_user(user_id)
+                counts["checkpoints"] = self._storage.forget_checkpoints(own_threads, user_id)
                 counts.update(self._forget_vectors(user_id, None))
                 counts["store_items"] = self._storage.store_forget_user(user_id)
                 # Thread ids are global, and the cache does not know owners: drop it all.
@@ -525,11 +615,12 @@ class TieredMemory:
         memory_types: Sequence[str] | None = None,
         min_importance: float | None = None,
         explain: bool = False,
-    ) -> list[MemoryHit]:
+    ) -> SearchResults:
         """The user's memories best matching ``query``: hybrid (dense + BM25, RRF), ranked
         with importance and decay; recalled memories get the access boost."""
         _check_id("user_id", user_id)
-        return self.vectors.search(user_id, query, k, memory_types, min_importance, explain)  # type: ignore[arg-type]
+        hits = self.vectors.search(user_id, query, k, memory_types, min_importance, explain)  # type: ignore[arg-type]
+        return SearchResults(hits, query=query)
 
     def get_memory(self, user_id: str, memory_id: str) -> MemoryEntry:
         """One memory of the user (``NotFoundError`` if it does not exist or is another's)."""
@@ -552,16 +643,21 @@ class TieredMemory:
         """Rebuild every vector (memories, episodes) from its owner's text with the current
         embeddings, e.g. after changing the model. Resumable: run it again after a stop."""
         done = {"memories": self.vectors.reindex(progress)}
-        from .backends.base import PointData
+        from .backends.base import MODEL_FIELD, PointData, Where
 
         backend = self._episode_backend_open(reindexing=True)
         rows = self._storage.all_episodes()
         backend.begin_reindex()
+        stale = backend.count(Where(none_of={MODEL_FIELD: [backend.model_id]}))
+        if not stale and backend.count() >= len(rows):
+            rows = []  # every episode has a vector of this model already
+        # Without a model change there is no reindex target: missing vectors are written anew.
+        write = backend.update_vectors if stale else backend.upsert
         embeddings = self._query_cached()
         for start in range(0, len(rows), 64):
             batch = [Episode.from_row(r) for r in rows[start : start + 64]]
             vectors = embeddings.embed_documents([e.text() for e in batch])
-            backend.update_vectors(
+            write(
                 [PointData(e.id, v, e.text(), payload(e)) for e, v in zip(batch, vectors)]
             )
             if progress is not None:
@@ -569,6 +665,97 @@ class TieredMemory:
         backend.finish_reindex()
         done["episodes"] = len(rows)
         return done
+
+    def export_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Everything stored of the user as JSON-ready data (``tiered-memory export``).
+
+        Keys: ``threads``, ``messages``, ``summaries``, ``entities`` (with attribute
+        history), ``memories`` (metadata, importance, timestamps; not vectors),
+        ``episodes`` and ``store_items``. :meth:`import_user` restores it.
+        """
+        _check_id("user_id", user_id)
+        data = self._storage.export_user(user_id)
+        data["memories"] = []
+        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()):
+            from .vectors import MemoryEntry
+
+            entries = [MemoryEntry.from_payload(r.id, r.payload) for r in self._scroll_all(user_id)]
+            entries.sort(key=lambda e: (e.created_at, e.id))
+            data["memories"] = [e.model_dump(mode="json", exclude={"user_id"}) for e in entries]
+        return data
+
+    def import_user(self, user_id: str, data: dict[str, Sequence[dict[str, Any]]]) -> dict[str, int]:
+        """Restore what :meth:`export_user` returned; returns counts of what was written.
+
+        Memories and episodes are embedded again with this memory's embeddings, before
+        anything is written. Refused, writing nothing, when the user already has data here
+        or an id is taken: an import restores, it never merges.
+        """
+        _check_id("user_id", user_id)
+        from pydantic import ValidationError
+
+        from .backends.base import PointData
+        from .vectors import MemoryEntry
+
+        try:
+            messages = []
+            for m in data.get("messages", ()):
+                row = self._serialise(messages_from_dict([m["message"]])[0])
+                messages.append({**m, "message_id": row.message_id, "type": row.type,
+                                 "tool_calls": row.tool_calls, "data": row.data, "tokens": row.tokens})
+            entries = [MemoryEntry.model_validate({**m, "user_id": user_id}) for m in data.get("memories", ())]
+            episodes = [Episode.from_row(EpisodeRow(user_id=user_id, **e)) for e in data.get("episodes", ())]
+            entities = [{**e, "name_key": name_key(e["name"])} for e in data.get("entities", ())]
+        except (ValidationError, KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"the data to import is malformed: {exc}") from None
+        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()) or entries:
+            taken = self.vectors.backend.retrieve([e.id for e in entries]) if entries else []
+            if taken or self.vectors.count(user_id):
+                raise InvalidInputError(
+                    f"user {user_id!r} already has memories in {self.data_dir}, or a memory id is taken; "
+                    "an import restores into a memory without them: forget the user first, or import "
+                    "into another data dir"
+                )
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            if not texts:
+                return []
+            try:
+                return self._query_cached().embed_documents(texts)
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"the embeddings failed on the imported texts: {exc}") from exc
+
+        memory_vectors = [[x / (sum(y * y for y in v) ** 0.5 or 1.0) for x in v]
+                          for v in embed([e.content for e in entries])]
+        episode_vectors = embed([e.text() for e in episodes])
+        items = [
+            {**i, "vectors": self.store._embed_value(dict(i["value"]), None) if i.get("indexed") else None}
+            for i in data.get("store_items", ())
+        ]
+        counts = self._storage.import_user(
+            user_id,
+            {**data, "messages": messages, "entities": entities, "store_items": items},
+            counter=self.counter.name,
+            now=self._clock().isoformat(),
+        )
+        try:
+            if entries:
+                self.vectors.backend.upsert(
+                    [PointData(e.id, v, e.content, e.to_payload()) for e, v in zip(entries, memory_vectors)]
+                )
+            if episodes:
+                self._episode_backend_open().upsert(
+                    [PointData(e.id, v, e.text(), payload(e)) for e, v in zip(episodes, episode_vectors)]
+                )
+        except BaseException:
+            # The user had nothing here before: all of them is exactly what this call wrote.
+            self.forget(user_id=user_id)
+            raise
+        counts["memories"] = len(entries)
+        self._jobs.notify()
+        return counts
 
     def as_vectorstore(self) -> Any:
         """A ``langchain_qdrant.QdrantVectorStore`` over the memories collection (server mode)."""

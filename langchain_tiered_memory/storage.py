@@ -29,6 +29,7 @@ from .errors import (
     CorruptDatabaseError,
     DataDirError,
     ForeignDatabaseError,
+    InvalidInputError,
     MemoryClosedError,
     SchemaVersionError,
     StorageError,
@@ -733,6 +734,11 @@ class Storage:
                 (seq, thread_key),
             )
 
+    def recorded_ids(self, thread_key: int, message_ids: list[str]) -> set[str]:
+        """Which of ``message_ids`` the thread holds."""
+        with self._read() as conn:
+            return _existing_ids(conn, thread_key, message_ids)
+
     # --- forgetting ---------------------------------------------------------------------
 
     def forget_thread(self, thread_id: str, user_id: str | None = None) -> dict[str, int]:
@@ -1169,6 +1175,229 @@ class Storage:
                 conn.execute(f"DELETE FROM store_items WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         return len(ids)
 
+    # --- checkpoints ----------------------------------------------------------------------
+
+    def checkpoint_users(self, thread_id: str) -> set[str]:
+        """The ``user_id`` values the thread's checkpoint metadata names (none if untagged)."""
+        with self._read() as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "checkpoints" not in tables:
+                return set()
+            rows = conn.execute(
+                "SELECT DISTINCT json_extract(CAST(metadata AS TEXT), '$.user_id') FROM checkpoints "
+                "WHERE thread_id = ? AND json_valid(CAST(metadata AS TEXT))",
+                (thread_id,),
+            ).fetchall()
+        return {r[0] for r in rows if isinstance(r[0], str)}
+
+    def forget_checkpoints(self, thread_ids: Sequence[str], user_id: str | None = None) -> int:
+        """Delete LangGraph checkpoints (and pending writes) of the threads; returns how many.
+
+        With ``user_id``, also the threads whose checkpoint metadata names that user: a graph
+        run through the checkpointer alone never created a row in ``threads``. The tables are
+        langgraph-checkpoint-sqlite's, created only once a checkpointer was used.
+        """
+        with self._write() as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "checkpoints" not in tables:
+                return 0
+            ids = set(thread_ids)
+            if user_id is not None:
+                ids.update(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT thread_id FROM checkpoints WHERE json_valid(CAST(metadata AS TEXT)) "
+                        "AND json_extract(CAST(metadata AS TEXT), '$.user_id') = ?",
+                        (user_id,),
+                    )
+                )
+            deleted = 0
+            for chunk in _chunks(sorted(ids), 500):
+                marks = ",".join("?" * len(chunk))
+                deleted += conn.execute(f"DELETE FROM checkpoints WHERE thread_id IN ({marks})", chunk).rowcount
+                if "writes" in tables:
+                    conn.execute(f"DELETE FROM writes WHERE thread_id IN ({marks})", chunk)
+        return deleted
+
+    # --- export/import ------------------------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Every relational row of the user as plain data, read in one snapshot.
+
+        Keys: ``threads`` (with their watermarks), ``messages`` (their serialised form),
+        ``summaries``, ``entities`` (each with its whole attribute history), ``episodes``
+        and ``store_items`` (live generic items whose namespace starts with the user or has
+        it second; ``indexed`` says whether the item had vectors, which are not exported).
+        Jobs are not: they are work in progress, journaled again on import.
+        """
+        with self._read() as conn:
+            # One read transaction: a writer in another process cannot tear the export.
+            conn.execute("BEGIN")
+            try:
+                return self._export_rows(conn, user_id)
+            finally:
+                conn.execute("ROLLBACK")
+
+    def _export_rows(self, conn: sqlite3.Connection, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        threads = conn.execute(
+            "SELECT id, thread_id, created_at, updated_at, next_seq, evicted_through, "
+            "summarized_through, extracted_through FROM threads WHERE user_id = ? ORDER BY id",
+            (user_id,),
+        ).fetchall()
+        names = {r[0]: r[1] for r in threads}
+        out: dict[str, list[dict[str, Any]]] = {
+            "threads": [
+                dict(zip(("thread_id", "created_at", "updated_at", "next_seq", "evicted_through",
+                          "summarized_through", "extracted_through"), r[1:]))
+                for r in threads
+            ]
+        }
+        out["messages"] = [
+            {"thread_id": names[key], "seq": seq, "message_id": mid, "created_at": created,
+             "message": json.loads(data)}
+            for key, seq, mid, created, data in conn.execute(
+                "SELECT thread_key, seq, message_id, created_at, data FROM messages "
+                "WHERE user_id = ? ORDER BY thread_key, seq",
+                (user_id,),
+            )
+            if key in names
+        ]
+        out["summaries"] = [
+            {"thread_id": names[key], "text": text, "tokens": tokens, "first_seq": first,
+             "last_seq": last, "updated_at": updated}
+            for key, text, tokens, first, last, updated in conn.execute(
+                "SELECT thread_key, text, tokens, first_seq, last_seq, updated_at FROM summaries "
+                "WHERE user_id = ? ORDER BY thread_key",
+                (user_id,),
+            )
+            if key in names
+        ]
+        sources = dict(conn.execute("SELECT id, source FROM entities WHERE user_id = ? ORDER BY id", (user_id,)).fetchall())
+        ids = list(sources)
+        out["entities"] = [
+            {"name": e.name, "type": e.type, "source": sources.get(e.id), "created_at": e.created_at,
+             "updated_at": e.updated_at, "attributes": [dataclasses.asdict(a) for a in e.attributes]}
+            for e in _entity_rows(conn, ids, history=True)
+        ]
+        out["episodes"] = [
+            {k: v for k, v in dataclasses.asdict(_episode(r)).items() if k != "user_id"}
+            for r in conn.execute(
+                f"SELECT {_EPISODE_COLUMNS} FROM episodes WHERE user_id = ? ORDER BY started_at, id",
+                (user_id,),
+            )
+        ]
+        out["store_items"] = [
+            {"namespace": json.loads(ns), "key": key, "value": json.loads(value),
+             "indexed": vectors is not None, "created_at": created, "updated_at": updated,
+             "ttl_minutes": ttl, "expires_at": expires}
+            for ns, key, value, vectors, created, updated, ttl, expires in conn.execute(
+                "SELECT namespace, key, value, vectors, created_at, updated_at, ttl_minutes, "
+                "expires_at FROM store_items WHERE expires_at IS NULL OR expires_at > ? ORDER BY id",
+                (time.time(),),
+            )
+            if user_id in json.loads(ns)[:2]
+        ]
+        return out
+
+    def import_user(
+        self, user_id: str, data: dict[str, Sequence[dict[str, Any]]], *, counter: str, now: str
+    ) -> dict[str, int]:
+        """Restore rows of the shape :meth:`export_user` returns, in one transaction.
+
+        Messages carry ``data`` (their serialised text) and ``tokens`` counted by
+        ``counter``; store items carry ``vectors`` (or ``None``). Refused, writing nothing,
+        when the user already has data here or a thread id or store item is taken: an import
+        restores, it never merges. A thread whose extraction or summary was not done at
+        export gets its job journaled again.
+        """
+        with self._write() as conn:
+            has_rows = conn.execute(
+                "SELECT 1 FROM threads WHERE user_id = ? UNION ALL SELECT 1 FROM entities WHERE user_id = ? "
+                "UNION ALL SELECT 1 FROM episodes WHERE user_id = ? LIMIT 1",
+                (user_id, user_id, user_id),
+            ).fetchone()
+            if has_rows or any(
+                user_id in json.loads(r[0])[:2] for r in conn.execute("SELECT namespace FROM store_items")
+            ):
+                raise InvalidInputError(
+                    f"user {user_id!r} already has data in {self.data_dir}; an import restores into "
+                    "a memory without them: forget the user first, or import into another data dir"
+                )
+            for t in data.get("threads", ()):
+                owner = conn.execute("SELECT user_id FROM threads WHERE thread_id = ?", (t["thread_id"],)).fetchone()
+                if owner is not None:
+                    raise ThreadOwnershipError(
+                        f"thread {t['thread_id']!r} already exists in {self.data_dir} (user {owner[0]!r}); "
+                        "thread ids are global: import into another data dir"
+                    )
+            for item in data.get("store_items", ()):
+                if conn.execute(
+                    "SELECT 1 FROM store_items WHERE ns_path = ? AND key = ?", (ns_path(item["namespace"]), item["key"])
+                ).fetchone():
+                    raise InvalidInputError(
+                        f"store item {tuple(item['namespace'])!r}/{item['key']!r} already exists in "
+                        f"{self.data_dir}; import into another data dir"
+                    )
+            keys: dict[str, int] = {}
+            jobs = 0
+            for t in data.get("threads", ()):
+                keys[t["thread_id"]] = conn.execute(
+                    "INSERT INTO threads (thread_id, user_id, created_at, updated_at, next_seq, generation, "
+                    "evicted_through, summarized_through, extracted_through) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                    (t["thread_id"], user_id, t["created_at"], t["updated_at"], t["next_seq"],
+                     t["evicted_through"], t["summarized_through"], t["extracted_through"]),
+                ).lastrowid
+            conn.executemany(
+                "INSERT INTO messages (thread_key, user_id, seq, message_id, type, tool_calls, data, tokens, "
+                "counter, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(keys[m["thread_id"]], user_id, m["seq"], m["message_id"], m["type"], m["tool_calls"],
+                  m["data"], m["tokens"], counter, m["created_at"]) for m in data.get("messages", ())],
+            )
+            conn.executemany(
+                "INSERT INTO summaries (thread_key, user_id, text, tokens, first_seq, last_seq, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(keys[s["thread_id"]], user_id, s["text"], s["tokens"], s["first_seq"], s["last_seq"],
+                  s["updated_at"]) for s in data.get("summaries", ())],
+            )
+            for e in data.get("entities", ()):
+                entity_id = conn.execute(
+                    "INSERT INTO entities (user_id, name, name_key, type, search_text, source, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, '', ?, ?, ?)",
+                    (user_id, e["name"], e["name_key"], e["type"], e.get("source"), e["created_at"], e["updated_at"]),
+                ).lastrowid
+                conn.executemany(
+                    "INSERT INTO entity_attributes (entity_id, key, value, learned_at, source, source_message, "
+                    "superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(entity_id, a["key"], a["value"], a["learned_at"], a.get("source"), a.get("source_message"),
+                      a.get("superseded_at")) for a in e.get("attributes", ())],
+                )
+                _refresh_search_text(conn, entity_id)
+            conn.executemany(
+                f"INSERT INTO episodes ({_EPISODE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(ep["id"], user_id, ep["thread_id"], ep["started_at"], ep["ended_at"], ep["summary"],
+                  json.dumps(ep["decisions"], ensure_ascii=False), ep["outcome"],
+                  json.dumps(ep["topics"], ensure_ascii=False), ep["first_seq"], ep["last_seq"],
+                  ep["created_at"]) for ep in data.get("episodes", ())],
+            )
+            conn.executemany(
+                "INSERT INTO store_items (ns_path, namespace, key, value, vectors, created_at, updated_at, "
+                "ttl_minutes, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(ns_path(i["namespace"]), json.dumps(list(i["namespace"])), i["key"],
+                  json.dumps(i["value"], ensure_ascii=False),
+                  None if i.get("vectors") is None else json.dumps(i["vectors"]),
+                  i["created_at"], i["updated_at"], i.get("ttl_minutes"), i.get("expires_at"))
+                 for i in data.get("store_items", ())],
+            )
+            for t in data.get("threads", ()):
+                last = t["next_seq"] - 1
+                if last >= 0 and (t["extracted_through"] < last or t["evicted_through"] > t["summarized_through"]):
+                    jobs += _enqueue(conn, "extract", user_id, keys[t["thread_id"]], {"through_seq": last}, now)
+        return {
+            "threads": len(keys),
+            **{k: len(data.get(k, ())) for k in ("messages", "summaries", "entities", "episodes", "store_items")},
+            "jobs": jobs,
+        }
+
     # --- stats --------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
@@ -1177,12 +1406,17 @@ class Storage:
             users = conn.execute("SELECT COUNT(DISTINCT user_id) FROM threads").fetchone()[0]
             threads = conn.execute("SELECT COUNT(*) FROM threads").fetchone()[0]
             messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+            entities = conn.execute("SELECT COUNT(*) FROM entities").fetchone()[0]
+            episodes = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
         size = sum(
             p.stat().st_size
             for p in (self.path, self.path.with_name(DB_FILENAME + "-wal"))
             if p.exists()
         )
-        return {"users": users, "threads": threads, "messages": messages, "db_bytes": size}
+        return {
+            "users": users, "threads": threads, "messages": messages, "entities": entities,
+            "episodes": episodes, "db_bytes": size,
+        }
 
 
 # --- helpers ----------------------------------------------------------------------------

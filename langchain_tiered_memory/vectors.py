@@ -213,6 +213,11 @@ class MemoryHit(BaseModel):
     score: float
     parts: ScoreParts | None = None
 
+    def _repr_html_(self) -> str:
+        from .display import hits_html
+
+        return hits_html([self])
+
 
 @dataclass(frozen=True)
 class _Draft:

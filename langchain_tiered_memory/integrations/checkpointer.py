@@ -1,0 +1,370 @@
+"""LangGraph checkpointers that keep thread state in the memory's own ``memory.db``.
+
+One file holds a whole deployment: messages, summaries, entities, jobs and LangGraph's
+checkpoints (langgraph-checkpoint-sqlite's ``checkpoints`` and ``writes`` tables, so a file
+written here opens with a plain ``SqliteSaver`` too). ``memory.forget(thread_id=...)`` and
+``memory.forget(user_id=...)`` delete checkpoints with everything else.
+
+- :class:`TieredCheckpointSaver` (``memory.checkpointer``) is ``SqliteSaver`` on its own
+  connection, safe across threads (one lock per connection). Its async methods run the sync
+  ones in a worker thread, so it also serves ``ainvoke`` graphs.
+- :class:`AsyncTieredCheckpointSaver` (``memory.async_checkpointer``) is ``AsyncSqliteSaver``
+  whose ``aiosqlite`` connection opens on first use inside the running event loop.
+
+Both connections come from :class:`~langchain_tiered_memory.storage.Storage`, the only
+module that opens the database; ``TieredMemory.close()`` closes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    SerializerProtocol,
+)
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from ..errors import MemoryClosedError, StorageError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import aiosqlite
+
+    from ..storage import Storage
+
+logger = logging.getLogger("langchain_tiered_memory")
+
+#: How long a sync ``close()`` waits for the connection's in-flight work.
+CLOSE_TIMEOUT_S = 30.0
+T = TypeVar("T")
+_CLOSED = "this checkpointer is closed (its TieredMemory was closed); open a new TieredMemory"
+
+
+class TieredCheckpointSaver(SqliteSaver):
+    """LangGraph's ``SqliteSaver`` over the memory's ``memory.db``: one file holds the deployment.
+
+    ``graph.compile(checkpointer=memory.checkpointer)``. Thread-safe as ``SqliteSaver`` is:
+    every call holds the connection's lock. The async methods (``aget_tuple``, ``aput``, …)
+    run the sync ones in a worker thread, so ``ainvoke``/``astream`` graphs can use it too.
+
+    Args:
+        storage: The memory's storage; the saver gets its own connection from it.
+        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
+    """
+
+    def __init__(self, storage: Storage, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(storage.connect(), serde=serde)
+        # An Event, not a bool: ``with_allowlist`` clones share it with the original.
+        self._closed = threading.Event()
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """A cursor holding the connection's lock; commits on exit when ``transaction``."""
+        with self.lock:
+            if self._closed.is_set():
+                raise MemoryClosedError(_CLOSED)
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            finally:
+                if transaction:
+                    self.conn.commit()
+                cur.close()
+
+    def close(self) -> None:
+        """Close the connection once in-flight calls finish. Safe to call twice."""
+        if self._closed.is_set():
+            return
+        # A ``list()`` iterator left half-read holds the lock; do not hang on it forever.
+        if not self.lock.acquire(timeout=CLOSE_TIMEOUT_S):
+            logger.warning(
+                "checkpointer still in use after %.0f s (a list() left half-read?); it is marked "
+                "closed and its connection is left to the garbage collector", CLOSE_TIMEOUT_S,
+            )
+            self._closed.set()
+            return
+        try:
+            if not self._closed.is_set():
+                self._closed.set()
+                self.conn.close()
+        finally:
+            self.lock.release()
+
+    # --- async: the sync methods in a worker thread --------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        # Read in one go: ``list()`` holds the lock until exhausted, and an async consumer
+        # may stop early or hop threads between items.
+        items = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history`."""
+        return await asyncio.to_thread(self.get_delta_channel_history, config=config, channels=channels)
+
+
+class _AsyncState:
+    """Connection state a saver shares with its ``with_allowlist`` clones (shallow copies)."""
+
+    def __init__(self) -> None:
+        self.conn: aiosqlite.Connection | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.lock = asyncio.Lock()
+        self.is_setup = False
+        self.closed = False
+
+
+class AsyncTieredCheckpointSaver(AsyncSqliteSaver):
+    """LangGraph's ``AsyncSqliteSaver`` over the memory's ``memory.db``: one file holds the
+    deployment.
+
+    ``graph.compile(checkpointer=memory.async_checkpointer)`` for ``ainvoke``/``astream``.
+    The ``aiosqlite`` connection opens on first use, inside the event loop that uses it; a
+    later ``asyncio.run`` may use the saver once the earlier loop has finished. As with
+    ``AsyncSqliteSaver``, the sync methods work only from another thread while that loop
+    runs; sync graphs should use ``memory.checkpointer``.
+
+    Args:
+        storage: The memory's storage; the saver gets its own connection from it.
+        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
+    """
+
+    def __init__(self, storage: Storage, *, serde: SerializerProtocol | None = None) -> None:
+        # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
+        BaseCheckpointSaver.__init__(self, serde=serde)
+        self.jsonplus_serde = JsonPlusSerializer()
+        self._storage = storage
+        self._state = _AsyncState()
+
+    # AsyncSqliteSaver reads these as attributes; here they live in the shared state.
+
+    @property  # type: ignore[override]
+    def conn(self) -> aiosqlite.Connection:
+        conn = self._state.conn
+        if conn is None:
+            if self._state.closed:
+                raise MemoryClosedError(_CLOSED)
+            raise StorageError("the async checkpointer has no connection yet; it opens on first async use")
+        return conn
+
+    @property  # type: ignore[override]
+    def lock(self) -> asyncio.Lock:
+        return self._state.lock
+
+    @property  # type: ignore[override]
+    def is_setup(self) -> bool:
+        return self._state.is_setup
+
+    @is_setup.setter
+    def is_setup(self, value: bool) -> None:
+        self._state.is_setup = value
+
+    @property  # type: ignore[override]
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the connection was last used in; the sync methods hand work to it."""
+        return self._state.loop
+
+    # --- sync methods: handed to the saver's running loop, as AsyncSqliteSaver does ------
+
+    def _loop_for_sync_call(self) -> asyncio.AbstractEventLoop:
+        if self._state.closed:
+            raise MemoryClosedError(_CLOSED)
+        loop = self._state.loop
+        if loop is None or loop.is_closed() or not loop.is_running():
+            raise StorageError(
+                "memory.async_checkpointer's sync methods (used by invoke/get_state) work only "
+                "from another thread while its event loop runs; use ainvoke/aget_state, or "
+                "memory.checkpointer for sync graphs"
+            )
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            # Blocking the loop on work queued to that same loop would never return.
+            raise StorageError(
+                "a sync call to memory.async_checkpointer from its own event loop would block "
+                "it; use the async methods (aget_tuple, ainvoke, aget_state, ...)"
+            )
+        return loop
+
+    def _sync(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        loop = self._loop_for_sync_call()
+        return asyncio.run_coroutine_threadsafe(make(), loop).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Sync :meth:`aget_tuple`, from a thread other than the saver's loop."""
+        return self._sync(lambda: self.aget_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Sync :meth:`alist`, from a thread other than the saver's loop."""
+        async def read() -> list[CheckpointTuple]:
+            # In one go: alist() holds the lock until exhausted, and a caller may stop early.
+            return [item async for item in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        yield from self._sync(read)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Sync :meth:`aput`, from a thread other than the saver's loop."""
+        return self._sync(lambda: self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Sync :meth:`aput_writes`, from a thread other than the saver's loop."""
+        self._sync(lambda: self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Sync :meth:`adelete_thread`, from a thread other than the saver's loop."""
+        self._sync(lambda: self.adelete_thread(thread_id))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Sync :meth:`aget_delta_channel_history`, from a thread other than the saver's loop."""
+        return self._sync(lambda: self.aget_delta_channel_history(config=config, channels=channels))
+
+    # --- async ---------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        """Open the connection in the running loop (first use) and create the tables."""
+        state = self._state
+        if state.closed:
+            raise MemoryClosedError(_CLOSED)
+        running = asyncio.get_running_loop()
+        if state.loop is not running:
+            previous = state.loop
+            if previous is not None and not previous.is_closed() and previous.is_running():
+                raise StorageError(
+                    "memory.async_checkpointer is in use by another running event loop; use "
+                    "one event loop per TieredMemory, or memory.checkpointer from threads"
+                )
+            # aiosqlite connections are not tied to a loop, but asyncio.Lock is.
+            state.loop, state.lock = running, asyncio.Lock()
+        if state.conn is None:
+            async with state.lock:
+                if state.closed:
+                    raise MemoryClosedError(_CLOSED)
+                if state.conn is None:
+                    state.conn = await self._storage.aconnect()
+        await super().setup()
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and pending writes."""
+        # AsyncSqliteSaver's version skips setup(), which opens our connection.
+        await self.setup()
+        await super().adelete_thread(thread_id)
+
+    async def aclose(self) -> None:
+        """Close the connection once in-flight calls finish. Safe to call twice."""
+        state = self._state
+        if state.conn is None:
+            state.closed = True
+            return
+        if state.loop is asyncio.get_running_loop():
+            async with state.lock:
+                conn, state.conn, state.closed = state.conn, None, True
+        else:
+            conn, state.conn, state.closed = state.conn, None, True
+        if conn is not None:
+            await conn.close()
+
+    def close(self) -> None:
+        """Close the connection from sync code, best effort: never raises.
+
+        Works with the loop that used the saver gone or still running; the connection's
+        queued work finishes first.
+        """
+        state = self._state
+        conn, state.conn, state.closed = state.conn, None, True
+        if conn is None:
+            return
+
+        def run() -> None:
+            try:
+                asyncio.run(conn.close())
+            except Exception as exc:  # best effort by contract
+                logger.warning("closing the async checkpointer's connection failed: %s", exc)
+
+        # A fresh loop in a helper thread: the calling thread may be running a loop (close()
+        # from async code) or may have none; either way the connection closes in order.
+        try:
+            helper = threading.Thread(target=run, name="tiered-memory-checkpointer-close", daemon=True)
+            helper.start()
+            helper.join(CLOSE_TIMEOUT_S)
+        except Exception as exc:
+            logger.warning("closing the async checkpointer's connection failed: %s", exc)

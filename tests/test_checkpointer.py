@@ -1,0 +1,440 @@
+"""LangGraph checkpointers over memory.db: conformance, persistence, forgetting, concurrency."""
+
+import asyncio
+import contextlib
+import io
+import json
+import operator
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from langchain_tiered_memory import MemoryClosedError, MemoryConfig, StorageError, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+from langchain_tiered_memory.integrations.checkpointer import (
+    AsyncTieredCheckpointSaver,
+    TieredCheckpointSaver,
+)
+
+CONFIG = MemoryConfig(job_mode="inline")
+
+
+def _open(path: Path, config: MemoryConfig = CONFIG) -> TieredMemory:
+    return TieredMemory(path, config, embeddings=HashingEmbeddings())
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    turns: Annotated[int, operator.add]
+
+
+def _reply(state: Chat) -> dict:
+    last = state["messages"][-1].content
+    return {"messages": [AIMessage(f"echo {last} (turn {state['turns'] + 1})")], "turns": 1}
+
+
+async def _areply(state: Chat) -> dict:
+    return _reply(state)
+
+
+def _graph(checkpointer, node=_reply):
+    builder = StateGraph(Chat)
+    builder.add_node("reply", node)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def _cfg(thread_id: str, user_id: str | None = None) -> dict:
+    configurable = {"thread_id": thread_id}
+    if user_id is not None:
+        configurable["user_id"] = user_id
+    return {"configurable": configurable}
+
+
+def _say(text: str) -> dict:
+    return {"messages": [HumanMessage(text)], "turns": 0}
+
+
+def _checkpoint_threads(db: Path) -> dict[str, int]:
+    """Checkpoint rows per thread, read with a plain sqlite3 connection to ``memory.db``."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        rows = conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall()
+        writes = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM writes")}
+    counts = dict(rows)
+    assert writes <= set(counts), "pending writes left behind for a deleted thread"
+    return counts
+
+
+def _aiosqlite_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name and t.is_alive()}
+
+
+def _wait_gone(threads: set[threading.Thread], timeout: float = 5.0) -> set[threading.Thread]:
+    deadline = time.monotonic() + timeout
+    while (alive := {t for t in threads if t.is_alive()}) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return alive
+
+
+# --- conformance ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["async_checkpointer", "checkpointer"])
+async def test_conformance_suite_passes(kind, tmp_path, capsys):
+    dirs: list[Path] = []
+
+    @checkpointer_test(name=f"memory.{kind} (langchain-tiered-memory)")
+    async def factory():
+        # A fresh deployment directory for every capability suite.
+        data_dir = tmp_path / f"run{len(dirs)}"
+        dirs.append(data_dir)
+        memory = _open(data_dir)
+        try:
+            yield getattr(memory, kind)
+        finally:
+            memory.close()
+
+    report = await validate(factory)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        report.print_report()
+    with capsys.disabled():  # shown in the normal pytest output, not only with -s
+        print(text.getvalue())
+
+    failures = {cap: r.failures for cap, r in report.results.items() if r.failures}
+    assert report.passed_all_base(), f"{text.getvalue()}\n{failures}"
+    assert report.conformance_level() == "FULL", text.getvalue()
+    # Each suite ran on a deployment of its own and wrote into its memory.db, nowhere else
+    # (the suites of capabilities we do not implement open one and touch nothing).
+    assert len(dirs) == len(report.results) == 8
+    used = []
+    for data_dir in dirs:
+        assert sorted(p.name for p in data_dir.glob("*.db")) == ["memory.db"]
+        with contextlib.closing(sqlite3.connect(data_dir / "memory.db")) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"threads", "messages"} <= tables
+        used.append({"checkpoints", "writes"} <= tables)
+    assert used.count(True) == 5
+
+
+# --- sync saver -------------------------------------------------------------------------
+
+
+def test_graph_state_survives_reopening_and_lives_in_memory_db(tmp_path):
+    data_dir = tmp_path / "deploy"
+    with _open(data_dir) as memory:
+        assert isinstance(memory.checkpointer, TieredCheckpointSaver)
+        assert memory.checkpointer is memory.checkpointer
+        graph = _graph(memory.checkpointer)
+        graph.invoke(_say("hi"), _cfg("t1"))
+        out = graph.invoke(_say("again"), _cfg("t1"))
+        assert out["turns"] == 2
+
+    with _open(data_dir) as memory:
+        graph = _graph(memory.checkpointer)
+        state = graph.get_state(_cfg("t1"))
+        assert state.values["turns"] == 2
+        assert [m.content for m in state.values["messages"]] == [
+            "hi", "echo hi (turn 1)", "again", "echo again (turn 2)"
+        ]
+        out = graph.invoke(_say("third"), _cfg("t1"))
+        assert out["turns"] == 3
+        assert len(list(graph.get_state_history(_cfg("t1")))) == 9
+
+    # One file: LangGraph's own SqliteSaver reads the same state straight from memory.db.
+    db = data_dir / "memory.db"
+    assert sorted(p.name for p in data_dir.rglob("*.db")) == ["memory.db"]
+    assert not list(data_dir.rglob("*.sqlite*"))
+    with contextlib.closing(sqlite3.connect(db, check_same_thread=False)) as conn:
+        plain = SqliteSaver(conn)
+        values = plain.get_tuple(_cfg("t1")).checkpoint["channel_values"]
+        assert values["turns"] == 3
+
+
+def test_closed_checkpointer_says_so(tmp_path):
+    memory = _open(tmp_path / "m")
+    saver = memory.checkpointer
+    graph = _graph(saver)
+    graph.invoke(_say("hi"), _cfg("t1"))
+    memory.close()
+    memory.close()
+    with pytest.raises(MemoryClosedError, match="closed"):
+        graph.invoke(_say("more"), _cfg("t1"))
+    with pytest.raises(MemoryClosedError):
+        memory.checkpointer
+
+
+async def test_sync_saver_also_serves_ainvoke(tmp_path):
+    with _open(tmp_path / "m") as memory:
+        graph = _graph(memory.checkpointer, _areply)
+        await graph.ainvoke(_say("hi"), _cfg("t1"))
+        out = await graph.ainvoke(_say("again"), _cfg("t1"))
+        assert out["turns"] == 2
+        assert [c async for c in memory.checkpointer.alist(_cfg("t1"), limit=2)][0].checkpoint[
+            "channel_values"
+        ]["turns"] == 2
+
+
+# --- forgetting -------------------------------------------------------------------------
+
+
+def test_forget_thread_removes_only_its_checkpoints(tmp_path):
+    with _open(tmp_path / "m") as memory:
+        graph = _graph(memory.checkpointer)
+        for thread in ("t1", "t2"):
+            graph.invoke(_say("hi"), _cfg(thread, "alice"))
+        memory.after_turn("alice", "t1", [HumanMessage("hi"), AIMessage("echo hi")], extract=False)
+
+        counts = memory.forget(thread_id="t1")
+
+        assert counts["checkpoints"] == 3
+        assert counts["messages"] == 2
+        assert graph.get_state(_cfg("t1")).values == {}
+        assert graph.get_state(_cfg("t2")).values["turns"] == 1
+        assert set(_checkpoint_threads(memory.data_dir / "memory.db")) == {"t2"}
+        # The thread starts afresh.
+        assert graph.invoke(_say("new"), _cfg("t1"))["turns"] == 1
+
+
+def test_forget_user_removes_checkpoints_of_their_threads_only(tmp_path):
+    with _open(tmp_path / "m") as memory:
+        graph = _graph(memory.checkpointer)
+        # alice: one thread known through after_turn, one only through the run config,
+        # one through run metadata.
+        graph.invoke(_say("hi"), _cfg("a-turns"))
+        memory.after_turn("alice", "a-turns", [HumanMessage("hi"), AIMessage("echo hi")], extract=False)
+        graph.invoke(_say("hi"), _cfg("a-config", "alice"))
+        graph.invoke(_say("hi"), {"configurable": {"thread_id": "a-meta"}, "metadata": {"user_id": "alice"}})
+        # bob: the same two ways, and a thread of nobody in particular.
+        graph.invoke(_say("hi"), _cfg("b-turns"))
+        memory.after_turn("bob", "b-turns", [HumanMessage("hi")], extract=False)
+        graph.invoke(_say("hi"), _cfg("b-config", "bob"))
+        graph.invoke(_say("hi"), _cfg("anon"))
+        db = memory.data_dir / "memory.db"
+        assert len(_checkpoint_threads(db)) == 6
+
+        counts = memory.forget(user_id="alice")
+
+        assert counts["checkpoints"] == 9
+        assert set(_checkpoint_threads(db)) == {"b-turns", "b-config", "anon"}
+        for thread in ("a-turns", "a-config", "a-meta"):
+            assert graph.get_state(_cfg(thread)).values == {}
+        for thread in ("b-turns", "b-config", "anon"):
+            assert graph.get_state(_cfg(thread)).values["turns"] == 1
+        assert [t.thread_id for t in memory.threads("bob")] == ["b-turns"]
+
+
+def test_forget_thread_with_a_user_checks_the_owner_of_a_checkpoint_only_thread(tmp_path):
+    from langchain_tiered_memory import ThreadOwnershipError
+
+    with _open(tmp_path / "m") as memory:
+        graph = _graph(memory.checkpointer)
+        graph.invoke(_say("hi"), _cfg("b-config", "bob"))
+        with pytest.raises(ThreadOwnershipError):
+            memory.forget(thread_id="b-config", user_id="alice")
+        assert graph.get_state(_cfg("b-config")).values["turns"] == 1
+        assert memory.forget(thread_id="b-config", user_id="bob")["checkpoints"] > 0
+        assert graph.get_state(_cfg("b-config")).values == {}
+
+
+def test_forget_before_any_checkpointer_and_langgraph_delete_thread(tmp_path):
+    with _open(tmp_path / "m") as memory:
+        memory.after_turn("alice", "t1", [HumanMessage("hi")], extract=False)
+        assert memory.forget(user_id="alice")["checkpoints"] == 0
+
+        graph = _graph(memory.checkpointer)
+        graph.invoke(_say("hi"), _cfg("t1"))
+        graph.invoke(_say("hi"), _cfg("t2"))
+        memory.checkpointer.delete_thread("t1")
+        assert set(_checkpoint_threads(memory.data_dir / "memory.db")) == {"t2"}
+
+
+# --- async saver ------------------------------------------------------------------------
+
+
+async def test_async_graph_state_survives_reopening(tmp_path):
+    data_dir = tmp_path / "deploy"
+    before = _aiosqlite_threads()
+    memory = _open(data_dir)
+    saver = memory.async_checkpointer
+    assert isinstance(saver, AsyncTieredCheckpointSaver)
+    graph = _graph(saver, _areply)
+    await graph.ainvoke(_say("hi"), _cfg("t1", "alice"))
+    out = await graph.ainvoke(_say("again"), _cfg("t1", "alice"))
+    assert out["turns"] == 2
+    # AsyncSqliteSaver's sync methods work from another thread while the loop runs.
+    state = await asyncio.to_thread(graph.get_state, _cfg("t1"))
+    assert state.values["turns"] == 2
+    # From the loop's own thread a sync call would block that loop forever: refused.
+    with pytest.raises(StorageError, match="would block"):
+        graph.get_state(_cfg("t1"))
+    # A sync close from inside the running loop must not hang it or leak the connection
+    # (whose worker thread would keep the process from exiting). Held here, so only a
+    # real close, not garbage collection, ends it.
+    conn = saver.conn
+    memory.close()
+    assert not _wait_gone(_aiosqlite_threads() - before)
+    with pytest.raises(ValueError):
+        await conn.execute("SELECT 1")
+
+    memory = _open(data_dir)
+    try:
+        graph = _graph(memory.async_checkpointer, _areply)
+        state = await graph.aget_state(_cfg("t1"))
+        assert [m.content for m in state.values["messages"]][-1] == "echo again (turn 2)"
+        assert (await graph.ainvoke(_say("third"), _cfg("t1")))["turns"] == 3
+        # Both savers read the same rows.
+        assert memory.checkpointer.get_tuple(_cfg("t1")).checkpoint["channel_values"]["turns"] == 3
+        assert memory.forget(user_id="alice")["checkpoints"] == 9
+        assert (await graph.aget_state(_cfg("t1"))).values == {}
+        conn = memory.async_checkpointer.conn
+        await memory.async_checkpointer.aclose()
+        assert not _wait_gone(_aiosqlite_threads() - before)
+        with pytest.raises(MemoryClosedError):
+            await graph.ainvoke(_say("more"), _cfg("t1"))
+    finally:
+        memory.close()
+    del conn
+
+
+def test_async_saver_across_event_loops_and_sync_misuse(tmp_path):
+    before = _aiosqlite_threads()
+    memory = _open(tmp_path / "m")
+    graph = _graph(memory.async_checkpointer, _areply)
+
+    async def turn(text: str) -> int:
+        return (await graph.ainvoke(_say(text), _cfg("t1")))["turns"]
+
+    # Each asyncio.run is a new loop; the saver follows once the earlier one is gone.
+    assert asyncio.run(turn("one")) == 1
+    assert asyncio.run(turn("two")) == 2
+    # Sync calls need a running loop to hand work to: a clear error, not a hang.
+    with pytest.raises(StorageError, match="memory.checkpointer for sync graphs"):
+        graph.invoke(_say("sync"), _cfg("t1"))
+    conn = memory.async_checkpointer.conn
+    memory.close()  # the loop that opened the connection is closed by now
+    assert not _wait_gone(_aiosqlite_threads() - before)
+    del conn
+    with _open(tmp_path / "m") as memory:
+        assert memory.checkpointer.get_tuple(_cfg("t1")).checkpoint["channel_values"]["turns"] == 2
+
+
+def test_unused_async_saver_closes_quietly(tmp_path):
+    memory = _open(tmp_path / "m")
+    saver = memory.async_checkpointer
+    memory.close()
+    saver.close()
+    asyncio.run(saver.aclose())
+
+
+def test_strict_msgpack_clones_share_and_release_the_connection(tmp_path):
+    # With LANGGRAPH_STRICT_MSGPACK, compile() uses a copy of the saver (with_allowlist).
+    # The copy must write to the same file and be closed by memory.close(), or aiosqlite's
+    # worker thread keeps the process alive.
+    script = textwrap.dedent(
+        f"""
+        import asyncio, operator, json
+        from typing import Annotated, TypedDict
+        from langgraph.graph import StateGraph, START, END
+        from langchain_tiered_memory import TieredMemory, MemoryConfig
+        from langchain_tiered_memory.embeddings import HashingEmbeddings
+
+        class S(TypedDict):
+            n: Annotated[int, operator.add]
+
+        b = StateGraph(S)
+        b.add_node("inc", lambda s: {{"n": 1}})
+        b.add_edge(START, "inc")
+        b.add_edge("inc", END)
+        memory = TieredMemory(
+            {str(tmp_path / "m")!r}, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()
+        )
+        sync_graph = b.compile(checkpointer=memory.checkpointer)
+        async_graph = b.compile(checkpointer=memory.async_checkpointer)
+        cfg = {{"configurable": {{"thread_id": "t"}}}}
+        sync_graph.invoke({{"n": 0}}, cfg)
+        out = asyncio.run(async_graph.ainvoke({{"n": 0}}, cfg))
+        print(json.dumps({{
+            "cloned": [sync_graph.checkpointer is not memory.checkpointer,
+                       async_graph.checkpointer is not memory.async_checkpointer],
+            "n": out["n"],
+        }}))
+        memory.close()
+        """
+    )
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"cloned": [True, True], "n": 2}
+
+
+# --- concurrency ------------------------------------------------------------------------
+
+
+def test_graph_runs_and_memory_writes_interleave_without_deadlock(tmp_path):
+    with _open(tmp_path / "m", MemoryConfig(job_mode="background")) as memory:
+        graph = _graph(memory.checkpointer)
+        errors: list[BaseException] = []
+        runs = 40
+
+        def run_graph(thread: str) -> None:
+            try:
+                for i in range(runs):
+                    graph.invoke(_say(f"{thread} {i}"), _cfg(thread, "alice"))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        def write_turns() -> None:
+            try:
+                for i in range(runs):
+                    memory.after_turn("bob", "chat", [HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
+                    if i % 10 == 9:
+                        memory.forget(thread_id="scratch")
+            except BaseException as exc:
+                errors.append(exc)
+
+        workers = [threading.Thread(target=run_graph, args=(t,)) for t in ("g1", "g2")]
+        workers.append(threading.Thread(target=write_turns))
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(120)
+        assert not [w for w in workers if w.is_alive()], "deadlock: a worker is still running"
+        assert not errors, errors
+        assert memory.flush(60)
+        assert graph.get_state(_cfg("g1")).values["turns"] == runs
+        assert graph.get_state(_cfg("g2")).values["turns"] == runs
+        assert len(memory.get_messages("bob", "chat")) == 2 * runs
+
+
+async def test_async_graph_and_memory_writes_interleave(tmp_path):
+    with _open(tmp_path / "m", MemoryConfig(job_mode="background")) as memory:
+        graph = _graph(memory.async_checkpointer, _areply)
+
+        async def chat(thread: str) -> None:
+            for i in range(20):
+                await graph.ainvoke(_say(f"{i}"), _cfg(thread))
+
+        async def turns() -> None:
+            for i in range(20):
+                await memory.aafter_turn("bob", "chat", [HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
+
+        await asyncio.wait_for(asyncio.gather(chat("g1"), chat("g2"), turns()), 120)
+        for thread in ("g1", "g2"):
+            assert (await graph.aget_state(_cfg(thread))).values["turns"] == 20
+        assert len(memory.get_messages("bob", "chat")) == 40
+        await memory.async_checkpointer.aclose()

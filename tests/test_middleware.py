@@ -1,0 +1,87 @@
+"""TieredMemoryMiddleware in LangChain v1's create_agent (the `agents` extra)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+import agent_scenario as scenario
+from langchain_tiered_memory import ConfigError, TieredMemory
+from scripted_model import ScriptedChatModel
+
+pytest.importorskip("langchain.agents", reason="the `agents` extra (langchain>=1.0) is not installed")
+from langchain.agents import create_agent  # noqa: E402
+
+from langchain_tiered_memory.integrations.middleware import TieredMemoryMiddleware  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def agent_with_middleware(memory: TieredMemory, model, **kwargs):
+    return create_agent(
+        model,
+        [scenario.clock],
+        system_prompt=scenario.PROMPT,
+        middleware=[TieredMemoryMiddleware(memory, **kwargs)],
+        checkpointer=memory.checkpointer,
+    )
+
+
+def test_twenty_turns_in_two_threads_with_reopen(data_dir):
+    model = ScriptedChatModel(default=scenario.responder)
+    inputs, memory = scenario.run(data_dir, agent_with_middleware, model)
+    try:
+        scenario.check(inputs, memory)
+    finally:
+        memory.close()
+
+
+async def test_async_agent(data_dir):
+    model = ScriptedChatModel(default=scenario.responder)
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        agent = agent_with_middleware(memory, model)
+        await agent.ainvoke({"messages": [HumanMessage(scenario.FACT)]}, scenario.config("t1"))
+        state = await agent.ainvoke({"messages": [HumanMessage("What time is it?")]}, scenario.config("t1"))
+        assert [m.id for m in memory.get_messages("alice", "t1")] == [m.id for m in state["messages"]]
+        await agent.ainvoke({"messages": [HumanMessage("Any drink ideas?")]}, scenario.config("t2"))
+        assert "green tea" in scenario.text_of(model.inputs[-1])
+        assert memory.stats()["jobs"]["done"] == 3
+
+
+def test_missing_user_id_raises_a_clear_error(data_dir):
+    model = ScriptedChatModel(default=scenario.responder)
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        agent = agent_with_middleware(memory, model)
+        with pytest.raises(ConfigError, match=r"user_id missing from config\['configurable'\]"):
+            agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t1"}})
+        assert model.calls == 0
+
+
+def test_memory_tools_can_come_with_the_middleware(data_dir):
+    model = ScriptedChatModel(
+        script=[
+            scenario.AIMessage("", tool_calls=[{"name": "remember", "id": "c1", "type": "tool_call",
+                                                "args": {"content": "The user's dog is called Pixel.", "importance": 0.8}}]),
+            "Noted.",
+        ]
+    )
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        agent = agent_with_middleware(memory, model, memory_tools=True)
+        state = agent.invoke({"messages": [HumanMessage("Keep my dog's name in mind.")]}, scenario.config("t1"))
+        bound = {t["function"]["name"] for t in model.call_kwargs[0]["tools"]}
+        assert bound == {"clock", "remember", "recall", "forget"}
+        assert state["messages"][2].text.startswith("Remembered as memory ")
+        assert [e.content for e in memory.list_memories("alice")] == ["The user's dog is called Pixel."]
+
+
+def test_without_langchain_the_error_names_the_extra(monkeypatch):
+    monkeypatch.delitem(sys.modules, "langchain_tiered_memory.integrations.middleware")
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
+    with pytest.raises(ImportError, match=r"pip install 'langchain-tiered-memory\[agents\]'"):
+        importlib.import_module("langchain_tiered_memory.integrations.middleware")

@@ -1,0 +1,167 @@
+"""create_memory_tools (remember / recall / forget) and LangMem's tools over memory.store."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+import agent_scenario as scenario
+from langchain_tiered_memory import ConfigError, TieredMemory
+from langchain_tiered_memory.integrations.tools import create_memory_tools
+from scripted_model import ScriptedChatModel
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def call(name: str, **args) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{name}", "type": "tool_call"}])
+
+
+def agent(memory: TieredMemory, model, tools, *, hooks: bool = True):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(
+            model,
+            tools,
+            pre_model_hook=memory.pre_model_hook if hooks else None,
+            post_model_hook=memory.post_model_hook if hooks else None,
+        )
+
+
+def last_tool_text(messages) -> str:
+    return [m for m in messages if isinstance(m, ToolMessage)][-1].text
+
+
+def test_an_agent_remembers_recalls_and_forgets(data_dir):
+    def forget_what_was_recalled(messages):
+        return call("forget", memory_id=UUID.search(messages[-1].text).group(0))
+
+    model = ScriptedChatModel(
+        script=[
+            call("remember", content="The user's sister lives in Porto.", memory_type="fact", importance=0.9),
+            "Saved.",
+            call("recall", query="where does my sister live", k=3),
+            forget_what_was_recalled,
+            "Forgotten.",
+        ]
+    )
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        graph = agent(memory, model, create_memory_tools(memory))
+        state = graph.invoke({"messages": [HumanMessage("Please note something.")]}, scenario.config("t1"))
+        stored = UUID.search(last_tool_text(state["messages"])).group(0)
+        entry = memory.get_memory("alice", stored)
+        assert (entry.content, entry.memory_type, entry.session_id) == ("The user's sister lives in Porto.", "fact", "t1")
+        assert entry.importance >= 0.9  # 0.9, plus the boost of being recalled into the next input
+
+        state = graph.invoke({"messages": [HumanMessage("Where does she live, and then drop it.")]}, scenario.config("t1"))
+        recalled = [m for m in state["messages"] if isinstance(m, ToolMessage)][-2].text
+        assert stored in recalled and "Porto" in recalled
+        assert re.search(r"score [01]\.\d\d", recalled)
+        assert last_tool_text(state["messages"]) == f"Forgot memory {stored}."
+        assert memory.list_memories("alice") == []
+
+
+def test_tools_act_only_for_the_user_of_the_run(data_dir):
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        tools = {t.name: t for t in create_memory_tools(memory)}
+        assert all("user_id" not in t.args for t in tools.values())
+        alice = scenario.config("t1")
+        bob = {"configurable": {"user_id": "bob", "thread_id": "b1"}}
+        # A user_id slipped into the arguments by the model is not a parameter: ignored.
+        answer = tools["remember"].invoke({"content": "The user's PIN hint is 'blue door'.", "user_id": "bob"}, alice)
+        alices = UUID.search(answer).group(0)
+        assert memory.get_memory("alice", alices).user_id == "alice"
+        assert memory.list_memories("bob") == []
+
+        assert tools["recall"].invoke({"query": "PIN hint blue door"}, bob) == "No memory matches 'PIN hint blue door'."
+        refused = tools["forget"].invoke({"memory_id": alices}, bob)
+        assert "nothing was deleted" in refused
+        assert memory.get_memory("alice", alices).content == "The user's PIN hint is 'blue door'."
+        assert alices in tools["recall"].invoke({"query": "PIN hint blue door"}, alice)
+
+        with pytest.raises(ConfigError, match="user_id missing"):
+            tools["recall"].invoke({"query": "anything"}, {"configurable": {"thread_id": "t1"}})
+
+
+def test_a_bad_call_is_answered_so_the_model_can_fix_it(data_dir):
+    model = ScriptedChatModel(
+        script=[
+            call("remember", content="The user runs marathons.", importance=7),
+            call("remember", content="   "),
+            call("remember", content="The user runs marathons.", importance=0.7),
+            "Done.",
+        ]
+    )
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        graph = agent(memory, model, create_memory_tools(memory), hooks=False)
+        state = graph.invoke({"messages": [HumanMessage("I run marathons.")]}, scenario.config("t1"))
+        answers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        assert [m.status for m in answers] == ["error", "error", "success"]
+        assert "importance" in answers[0].text and "less than or equal to 1" in answers[0].text
+        assert answers[1].text.startswith("Nothing was stored: content is empty")
+        assert [e.content for e in memory.list_memories("alice")] == ["The user runs marathons."]
+
+
+def test_a_run_without_user_id_fails_loudly(data_dir):
+    model = ScriptedChatModel(script=[call("recall", query="anything")])
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        graph = agent(memory, model, create_memory_tools(memory), hooks=False)
+        with pytest.raises(ConfigError, match=r'config=\{"configurable": \{"user_id": \.\.\.'):
+            graph.invoke({"messages": [HumanMessage("hi")]})
+
+
+def test_langmem_tools_work_on_memory_store(data_dir):
+    langmem = pytest.importorskip("langmem")
+    namespace = ("memories", "{user_id}")
+
+    def delete_created(messages):
+        return call("manage_memory", action="delete", id=UUID.search(messages[-1].text).group(0))
+
+    model = ScriptedChatModel(
+        script=[
+            call("manage_memory", content="The user's favourite colour is teal.", action="create"),
+            "Noted.",
+            call("search_memory", query="favourite colour"),
+            "Teal.",
+            "Answer in thread 2.",  # thread 2: the memory block holds the LangMem memory
+            call("search_memory", query="favourite colour"),  # bob
+            "Nothing found.",
+        ]
+    )
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        tools = [
+            langmem.create_manage_memory_tool(namespace=namespace, store=memory.store),
+            langmem.create_search_memory_tool(namespace=namespace, store=memory.store),
+        ]
+        graph = agent(memory, model, tools)
+        state = graph.invoke({"messages": [HumanMessage("Teal is my colour.")]}, scenario.config("t1"))
+        created = UUID.search(last_tool_text(state["messages"])).group(0)
+        assert last_tool_text(state["messages"]) == f"created memory {created}"
+        assert [h.entry.id for h in memory.search("alice", "favourite colour", k=1)] == [created]
+
+        state = graph.invoke({"messages": [HumanMessage("What is my favourite colour?")]}, scenario.config("t1"))
+        found = last_tool_text(state["messages"])
+        assert created in found and "teal" in found
+
+        graph.invoke({"messages": [HumanMessage("Which colour suits my new room?")]}, scenario.config("t2"))
+        assert "The user's favourite colour is teal." in scenario.text_of(model.inputs[-1])
+
+        bob = {"configurable": {"user_id": "bob", "thread_id": "b1"}}
+        state = graph.invoke({"messages": [HumanMessage("What is my favourite colour?")]}, bob)
+        assert last_tool_text(state["messages"]) == "[]"
+
+        manage = tools[0]
+        assert manage.invoke({"action": "delete", "id": created}, scenario.config("t1")) == f"Deleted memory {created}"
+        assert memory.list_memories("alice") == []

@@ -1,0 +1,334 @@
+"""Long-term memory through ``TieredMemory``: on a real Qdrant Edge shard (the default) and on
+qdrant-client's local mode (the server path), with the real MiniLM model."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from qdrant_client import QdrantClient
+
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings, MiniLMEmbeddings
+from langchain_tiered_memory.errors import (
+    EmbeddingMismatchError,
+    InvalidInputError,
+    NotFoundError,
+    TieredMemoryError,
+)
+from langchain_tiered_memory.vectors import IMPORTANCE_WEIGHT, MAX_CONTENT_CHARS
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return MiniLMEmbeddings()
+
+
+class Clock:
+    """A frozen clock the test moves by hand."""
+
+    def __init__(self, now: datetime = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture(params=["edge", "qdrant-local"])
+def open_memory(request, tmp_path, minilm):
+    """Opens ``TieredMemory`` on one directory (and, in server mode, one qdrant-client)."""
+    client = QdrantClient(":memory:") if request.param == "qdrant-local" else None
+    opened: list[TieredMemory] = []
+    clock = Clock()
+
+    def make(config: MemoryConfig | dict | None = None, embeddings=None) -> TieredMemory:
+        memory = TieredMemory(
+            tmp_path / "memory", config, embeddings=embeddings or minilm, qdrant_client=client
+        )
+        memory._clock = clock
+        opened.append(memory)
+        return memory
+
+    make.clock = clock  # type: ignore[attr-defined]
+    make.kind = request.param  # type: ignore[attr-defined]
+    yield make
+    for memory in opened:
+        memory.close()
+    if client is not None:
+        client.close()
+
+
+def test_no_query_of_one_user_returns_another_users_memory(open_memory):
+    memory = open_memory()
+    alice = {memory.remember("alice", f"user: my favourite {w} is {v}") for w, v in
+             [("colour", "green"), ("city", "Lisbon"), ("food", "ramen"), ("band", "Muse")]}
+    bob = {memory.remember("bob", f"user: my favourite {w} is {v}") for w, v in
+           [("colour", "red"), ("city", "Oslo"), ("food", "tacos"), ("band", "Queen")]}
+    for query in ["favourite colour", "which city", "green Lisbon ramen Muse", "red Oslo", "favourite"]:
+        for user, own in (("alice", alice), ("bob", bob)):
+            hits = memory.search(user, query, k=10)
+            assert hits, (user, query)
+            assert {h.entry.id for h in hits} <= own
+            assert {h.entry.user_id for h in hits} == {user}
+    assert {m.id for m in memory.list_memories("alice")} == alice
+    with pytest.raises(NotFoundError):
+        memory.get_memory("bob", next(iter(alice)))
+    # Forgetting through the wrong user deletes nothing.
+    assert memory.forget(user_id="bob", memory_id=next(iter(alice))) == {"memories": 0}
+    assert len(memory.list_memories("alice")) == 4
+
+
+def test_a_query_before_any_memory_exists_returns_nothing(open_memory):
+    memory = open_memory()
+    assert memory.search("alice", "anything at all") == []
+    assert memory.list_memories("alice") == []
+    memory.remember("bob", "user: I have a cat")
+    assert memory.search("alice", "cat") == []
+    assert memory.search("bob", "   ") == []
+
+
+def test_real_minilm_ranks_a_paraphrase_above_unrelated_memories(open_memory):
+    memory = open_memory()
+    dog = memory.remember("alice", "user: My dog Rex loves running on the beach")
+    memory.remember("alice", "user: I work as an accountant in Munich")
+    memory.remember("alice", "user: I am allergic to peanuts")
+    memory.remember("alice", "assistant: The train to Hamburg leaves at nine")
+    hits = memory.search("alice", "What is the name of my pet?", k=4)
+    assert hits[0].entry.id == dog
+    hits = memory.search("alice", "which foods should I avoid", k=4)
+    assert "peanuts" in hits[0].entry.content
+
+
+def test_the_speaker_stays_in_the_stored_and_indexed_text(open_memory):
+    memory = open_memory()
+    mid = memory.remember("alice", "assistant: I booked the table for eight")
+    assert memory.get_memory("alice", mid).content == "assistant: I booked the table for eight"
+    # BM25 indexes the prefix too: the speaker word alone finds it.
+    assert [h.entry.id for h in memory.search("alice", "assistant", k=3)] == [mid]
+
+
+def test_decay_and_access_boost_with_a_frozen_clock(open_memory):
+    memory = open_memory({"decay": 0.9, "access_boost": 0.1})
+    clock = open_memory.clock
+    mid = memory.remember("alice", "user: I keep my passport in the blue drawer", importance=0.5)
+    clock.advance(days=10)
+    hit = memory.search("alice", "where is my passport", explain=True)[0]
+    parts = hit.parts
+    assert parts is not None and hit.entry.id == mid
+    assert parts.days_since_access == pytest.approx(10)
+    assert parts.decay == pytest.approx(0.9**10)
+    assert parts.effective_importance == pytest.approx(0.5 * 0.9**10)
+    assert hit.score == pytest.approx(
+        parts.relevance * (1 - IMPORTANCE_WEIGHT + IMPORTANCE_WEIGHT * 0.5 * 0.9**10)
+    )
+    # The recall itself was written back: now accessed, once, boosted.
+    entry = memory.get_memory("alice", mid)
+    assert entry.last_accessed == clock.now
+    assert entry.access_count == 1
+    assert entry.importance == pytest.approx(0.6)
+    # Recalled just now: no decay, and a higher score for the same relevance.
+    again = memory.search("alice", "where is my passport", explain=True)[0]
+    assert again.parts.days_since_access == pytest.approx(0)
+    assert again.parts.decay == pytest.approx(1.0)
+    assert again.score > hit.score
+    # The boost is capped at 1.0.
+    for _ in range(6):
+        memory.search("alice", "where is my passport")
+    entry = memory.get_memory("alice", mid)
+    assert entry.importance == 1.0 and entry.access_count == 8
+
+
+def test_age_reorders_equally_relevant_memories(open_memory):
+    memory = open_memory({"decay": 0.8})
+    clock = open_memory.clock
+    old = memory.remember("alice", "user: my sister lives in Porto", importance=0.9)
+    clock.advance(days=30)
+    new = memory.remember("alice", "user: my brother lives in Porto", importance=0.9)
+    hits = memory.search("alice", "lives in Porto", k=2, explain=True)
+    assert [h.entry.id for h in hits] == [new, old]
+    assert hits[1].parts.decay == pytest.approx(0.8**30)
+
+
+def test_a_near_duplicate_merges_into_the_existing_memory(open_memory):
+    memory = open_memory()
+    clock = open_memory.clock
+    first = memory.remember("alice", "user: I live in Berlin", importance=0.8, metadata={"a": 1})
+    memory.search("alice", "where do I live")  # one access
+    clock.advance(days=1)
+    second = memory.remember("alice", "user: I live in Berlin.", importance=0.4)
+    assert second == first
+    [entry] = memory.list_memories("alice")
+    assert entry.content == "user: I live in Berlin."  # the newer wording
+    assert entry.importance == pytest.approx(0.8 + memory.config.access_boost)  # the higher
+    assert entry.access_count == 1
+    assert len(entry.merged_from) == 1 and entry.merged_from[0] != first
+    # Another user's identical memory is not a duplicate of Alice's.
+    assert memory.remember("bob", "user: I live in Berlin") != first
+    # A different statement is kept apart.
+    memory.remember("alice", "user: I lived in Paris as a child")
+    assert len(memory.list_memories("alice")) == 2
+
+
+def test_past_the_cap_the_lowest_effective_importance_is_evicted(open_memory):
+    memory = open_memory({"max_memories_per_user": 3, "decay": 0.9})
+    clock = open_memory.clock
+    stale = memory.remember("alice", "user: I once owned a red bicycle", importance=0.9)
+    clock.advance(days=60)  # 0.9 * 0.9**60 ≈ 0.002: effectively the weakest
+    keep = [
+        memory.remember("alice", "user: I speak Portuguese", importance=0.3),
+        memory.remember("alice", "user: my daughter is called Ana", importance=0.6),
+    ]
+    bob = memory.remember("bob", "user: I play chess", importance=0.1)
+    newest = memory.remember("alice", "user: I am training for a marathon", importance=0.2)
+    ids = {m.id for m in memory.list_memories("alice")}
+    assert ids == {*keep, newest}
+    assert stale not in ids
+    assert [m.id for m in memory.list_memories("bob")] == [bob]
+
+
+def test_memories_persist_across_reopening(open_memory):
+    memory = open_memory()
+    mid = memory.remember("alice", "user: my locker code is 4471", "fact", 0.7, {"src": "chat"})
+    memory.search("alice", "locker code")
+    before = memory.get_memory("alice", mid)
+    memory.close()
+    again = open_memory()
+    assert again.get_memory("alice", mid) == before
+    assert again.stats()["memories"] == 1
+    assert again.search("alice", "what is the code of my locker")[0].entry.id == mid
+
+
+def test_update_and_forget_a_memory(open_memory):
+    memory = open_memory()
+    mid = memory.remember("alice", "user: my dentist is Dr Silva")
+    updated = memory.update_memory("alice", mid, content="user: my dentist is Dr Costa", importance=0.9)
+    assert updated.content.endswith("Dr Costa") and updated.importance == 0.9
+    assert memory.search("alice", "Costa")[0].entry.id == mid
+    assert all("Silva" not in h.entry.content for h in memory.search("alice", "Silva"))
+    assert memory.forget(user_id="alice", memory_id=mid) == {"memories": 1}
+    assert memory.list_memories("alice") == []
+    with pytest.raises(NotFoundError):
+        memory.get_memory("alice", mid)
+
+
+def test_filters_by_type_and_importance(open_memory):
+    memory = open_memory()
+    memory.remember("alice", "user: I prefer window seats on trains", "preference", 0.9)
+    memory.remember("alice", "user: I took a train to Vienna last May", "experience", 0.3)
+    prefs = memory.search("alice", "train", memory_types=["preference"])
+    assert [h.entry.memory_type for h in prefs] == ["preference"]
+    strong = memory.search("alice", "train", min_importance=0.5)
+    assert [h.entry.importance >= 0.5 for h in strong] == [True]
+
+
+@pytest.mark.parametrize(
+    "kwargs, needle",
+    [
+        ({"content": ""}, "empty"),
+        ({"content": "   \n"}, "empty"),
+        ({"content": "x" * (MAX_CONTENT_CHARS + 1)}, "split it"),
+        ({"content": "ok", "memory_type": "opinion"}, "fact"),
+        ({"content": "ok", "importance": math.nan}, "importance"),
+        ({"content": "ok", "importance": 1.5}, "importance"),
+        ({"content": "ok", "metadata": {"x": object()}}, "JSON"),
+        ({"content": 42}, "str"),
+    ],
+)
+def test_bad_memories_are_clear_errors_and_store_nothing(open_memory, kwargs, needle):
+    memory = open_memory()
+    with pytest.raises(InvalidInputError, match=needle):
+        memory.remember("alice", **kwargs)
+    assert memory.list_memories("alice") == []
+
+
+def test_a_content_over_the_token_limit_is_refused(open_memory):
+    memory = open_memory()
+    # Under the character limit but over the token limit: one token per ~1 character.
+    text = " ".join(f"{i:x}" for i in range(6000))[: MAX_CONTENT_CHARS - 1]
+    with pytest.raises(InvalidInputError, match="tokens"):
+        memory.remember("alice", text)
+
+
+@pytest.mark.parametrize("kwargs", [{"k": 0}, {"k": 1000}, {"query": None}, {"memory_types": ["x"]},
+                                    {"min_importance": math.nan}])
+def test_bad_searches_are_clear_errors(open_memory, kwargs):
+    memory = open_memory()
+    args = {"query": "tea", **kwargs}
+    with pytest.raises(InvalidInputError):
+        memory.search("alice", **args)
+
+
+def test_another_embedding_model_is_a_clear_error_until_reindex(open_memory):
+    memory = open_memory()
+    mid = memory.remember("alice", "user: I grow tomatoes on the balcony")
+    memory.close()
+    other = open_memory(embeddings=HashingEmbeddings(384))
+    with pytest.raises(EmbeddingMismatchError, match="reindex"):
+        other.search("alice", "tomatoes")
+    counts = other.reindex()
+    assert counts["memories"] == 1
+    assert other.search("alice", "tomatoes balcony")[0].entry.id == mid
+
+
+def test_before_turn_recalls_memories_inside_the_budget(open_memory):
+    memory = open_memory({"max_tokens": 300, "system_reserve": 20, "output_reserve": 20,
+                          "memories_max_tokens": 60})
+    for i in range(20):
+        memory.remember("alice", f"user: fact number {i} about my garden: I planted {i} roses")
+    memory.after_turn("alice", "t1", [("human", "tell me about my garden and the roses"), ("ai", "sure")])
+    context = memory.before_turn("alice", "t1", query="roses in my garden")
+    [section] = [s for s in context.sections if s.name == "memories"]
+    assert "roses" in section.text and section.tokens <= 60
+    assert "roses" in context.memory_block
+    assert context.token_usage.total <= context.token_usage.budget
+    assert context.token_usage.budget <= memory.config.max_tokens - memory.config.output_reserve
+
+
+def test_as_vectorstore_is_the_server_collection_or_a_clear_error(open_memory):
+    memory = open_memory()
+    memory.remember("alice", "user: I collect vinyl records")
+    if open_memory.kind == "edge":
+        with pytest.raises(TieredMemoryError, match="server"):
+            memory.as_vectorstore()
+    else:
+        from langchain_qdrant import QdrantVectorStore
+
+        store = memory.as_vectorstore()
+        assert isinstance(store, QdrantVectorStore)
+        assert "vinyl" in store.similarity_search("vinyl records", k=1)[0].page_content
+
+
+def test_a_second_process_on_the_same_shard_gets_a_clear_error(tmp_path, minilm):
+    with TieredMemory(tmp_path / "memory", embeddings=minilm) as memory:
+        memory.remember("alice", "user: I like oolong tea")
+        script = textwrap.dedent(
+            f"""
+            from langchain_tiered_memory import TieredMemory
+            from langchain_tiered_memory.embeddings import HashingEmbeddings
+            from langchain_tiered_memory.errors import ShardLockedError
+            m = TieredMemory({str(tmp_path / "memory")!r}, embeddings=HashingEmbeddings(384))
+            try:
+                m.search("alice", "tea")
+            except ShardLockedError as exc:
+                print("LOCKED:", exc)
+            m.after_turn("bob", "t9", [("human", "still works")])
+            print("MESSAGES:", len(m.get_messages("bob", "t9")))
+            print("STATS:", m.stats()["messages"], m.stats()["memories"])
+            """
+        )
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "LOCKED: the Qdrant Edge shard" in out.stdout and "pass url=" in out.stdout
+        # The SQLite layers are shared between processes; only the shard is exclusive.
+        assert "MESSAGES: 1" in out.stdout
+        assert "STATS: 1 None" in out.stdout  # memories unknown while the shard is held
+        assert memory.search("alice", "tea")[0].entry.content == "user: I like oolong tea"
