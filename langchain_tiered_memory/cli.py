@@ -454,7 +454,7 @@ def _inspect(args: argparse.Namespace) -> int:
     from langchain_core.messages import message_to_dict
 
     with _open(args, config=_config(args)) as memory:
-        context = memory.before_turn(args.user, args.thread, query=args.query)
+        context = memory.before_turn(args.user, args.thread, query=args.query, peek=True)
         if not any(t.thread_id == args.thread for t in memory.threads(args.user)):
             print(
                 f"note: user {args.user!r} has no thread {args.thread!r} yet; showing what a new "

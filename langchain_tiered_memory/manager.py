@@ -150,6 +150,7 @@ class TieredMemory:
         self._checkpointer: TieredCheckpointSaver | None = None
         self._async_checkpointer: AsyncTieredCheckpointSaver | None = None
         self._hooks: dict[str, Callable[..., Any]] = {}
+        self._peek = False
         self._episodes = EpisodeLayer(
             self._storage,
             self.counter,
@@ -234,11 +235,14 @@ class TieredMemory:
 
     # --- the turn ---------------------------------------------------------------------
 
-    def before_turn(self, user_id: str, thread_id: str, query: str | None = None) -> MemoryContext:
+    def before_turn(
+        self, user_id: str, thread_id: str, query: str | None = None, *, peek: bool = False
+    ) -> MemoryContext:
         """What to send the model this turn, within the context budget.
 
         ``query`` is what memory sections search for; by default the thread's newest human
-        message. No LLM is called.
+        message. No LLM is called. The memories shown count as recalled (access boost),
+        unless ``peek=True``: a look at the context that changes nothing (``inspect``).
         """
         _check_id("user_id", user_id)
         _check_id("thread_id", thread_id)
@@ -253,7 +257,12 @@ class TieredMemory:
             system_charge = max(self.config.system_reserve, system_tokens)
             if query is None and index is not None:
                 query = self._last_human_text(index)
-            sections = self._build_sections(user_id, thread, query, (avail - system_charge) // 2)
+            # Read by the memories section; safe as an attribute: the lock is held throughout.
+            self._peek = peek
+            try:
+                sections = self._build_sections(user_id, thread, query, (avail - system_charge) // 2)
+            finally:
+                self._peek = False
             block = render_memory_block(sections)
             block_tokens = self.counter.count_message(block) if block is not None else 0
             if thread is not None:
@@ -283,10 +292,10 @@ class TieredMemory:
         )
 
     async def abefore_turn(
-        self, user_id: str, thread_id: str, query: str | None = None
+        self, user_id: str, thread_id: str, query: str | None = None, *, peek: bool = False
     ) -> MemoryContext:
         """Async :meth:`before_turn` (runs in a worker thread: SQLite is blocking)."""
-        return await asyncio.to_thread(self.before_turn, user_id, thread_id, query)
+        return await asyncio.to_thread(self.before_turn, user_id, thread_id, query, peek=peek)
 
     def after_turn(
         self, user_id: str, thread_id: str, messages: Sequence[BaseMessage], *, extract: bool = True
@@ -596,15 +605,17 @@ class TieredMemory:
         *,
         session_id: str | None = None,
         memory_id: str | None = None,
+        merge: bool = True,
     ) -> str:
         """Store a long-term memory; returns its id (or that of the memory it merged into).
 
         A memory nearly identical (cosine > ``merge_threshold``) to one of the user's merges
-        into it instead of adding a duplicate. No LLM call.
+        into it instead of adding a duplicate, unless ``merge=False``. No LLM call.
         """
         _check_id("user_id", user_id)
         return self.vectors.remember(
-            user_id, content, memory_type, importance, metadata, session_id, memory_id=memory_id  # type: ignore[arg-type]
+            user_id, content, memory_type, importance, metadata, session_id, memory_id=memory_id,  # type: ignore[arg-type]
+            merge=merge,
         )
 
     def search(
@@ -1200,7 +1211,9 @@ class _MemoriesSection:
         # Without a shard yet there is nothing to recall: skip loading the model.
         if m._vectors is None and not (m._storage.has_vectors(m.data_dir) or any(m._qdrant.values())):
             return None
-        return m.vectors.section(user_id, query, min(max_tokens, m.config.memories_max_tokens))
+        return m.vectors.section(
+            user_id, query, min(max_tokens, m.config.memories_max_tokens), touch=not m._peek
+        )
 
 
 def _summary_update(data: dict[str, Any]) -> SummaryUpdate:

@@ -1106,7 +1106,19 @@ class Storage:
         path = ns_path(namespace)
         with self._write() as conn:
             if value is None:
-                conn.execute("DELETE FROM store_items WHERE ns_path = ? AND key = ?", (path, key))
+                row = conn.execute(
+                    "SELECT id FROM store_items WHERE ns_path = ? AND key = ?", (path, key)
+                ).fetchone()
+                if row is not None:
+                    conn.execute("DELETE FROM store_items WHERE id = ?", (row[0],))
+                    # Items are listed namespace by namespace, in the order the namespaces
+                    # got their first item (InMemoryStore's order): if this was the oldest,
+                    # the next-oldest takes its id, so the namespace keeps its place.
+                    conn.execute(
+                        "UPDATE store_items SET id = ? WHERE id = "
+                        "(SELECT MIN(id) FROM store_items WHERE ns_path = ?) AND id > ?",
+                        (row[0], path, row[0]),
+                    )
                 return
             expires = None if ttl_minutes is None else time.time() + ttl_minutes * 60
             conn.execute(
@@ -1146,6 +1158,18 @@ class Storage:
                      None if r[4] is None else json.loads(r[4]), r[5], r[6])
             for r in rows
         ]
+
+    def store_refresh(self, items: Sequence[tuple[Sequence[str], str]]) -> None:
+        """Restart the TTL of these ``(namespace, key)`` items (of those that have one)."""
+        if not items:
+            return
+        now = time.time()
+        with self._write() as conn:
+            conn.executemany(
+                "UPDATE store_items SET expires_at = ? + ttl_minutes * 60 "
+                "WHERE ns_path = ? AND key = ? AND ttl_minutes IS NOT NULL",
+                [(now, ns_path(namespace), key) for namespace, key in items],
+            )
 
     def store_namespaces(self) -> list[tuple[str, ...]]:
         """Every namespace holding a live item."""

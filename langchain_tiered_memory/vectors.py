@@ -359,26 +359,31 @@ class VectorMemory:
         session_id: str | None = None,
         *,
         memory_id: str | None = None,
+        merge: bool = True,
     ) -> str:
         """Store one memory; returns its id, or the id of the memory it merged into.
 
         ``memory_id`` (a UUID string) makes the call idempotent: storing the same id again
         changes nothing and returns the id it ended up under. Content longer than
         :data:`MAX_CONTENT_CHARS` characters or :data:`MAX_CONTENT_TOKENS` tokens is refused.
+        ``merge=False`` stores it as its own memory even beside a near-duplicate.
         """
         item = {
             "content": content, "memory_type": memory_type, "importance": importance,
             "metadata": metadata, "session_id": session_id, "memory_id": memory_id,
         }
-        return self.remember_many(user_id, [item])[0]
+        return self.remember_many(user_id, [item], merge=merge)[0]
 
-    def remember_many(self, user_id: str, items: Iterable[Mapping[str, Any] | Any]) -> list[str]:
+    def remember_many(
+        self, user_id: str, items: Iterable[Mapping[str, Any] | Any], *, merge: bool = True
+    ) -> list[str]:
         """Store several memories with one embedding call; one id per item, in order.
 
         Each item is a mapping (or an object with those attributes) with ``content`` and
         optionally ``memory_type``, ``importance``, ``metadata``, ``session_id`` and
         ``memory_id``, as :meth:`remember` takes them. Every item is validated before
-        anything is written. Items merge into existing memories and into each other.
+        anything is written. Items merge into existing memories and into each other, unless
+        ``merge=False`` (a LangGraph store put is one exact item).
         """
         self._check_open()
         _check_user(user_id)
@@ -390,10 +395,11 @@ class VectorMemory:
         with self._lock:
             self._check_open()
             now = self._now()
-            return self._write(user_id, drafts, vectors, now)
+            return self._write(user_id, drafts, vectors, now, merge)
 
     def _write(
-        self, user_id: str, drafts: list[_Draft], vectors: list[list[float]], now: datetime
+        self, user_id: str, drafts: list[_Draft], vectors: list[list[float]], now: datetime,
+        merge: bool = True,
     ) -> list[str]:
         tenant = Where(equals={"user_id": user_id})
         # The points this call writes, by id: payload and (unit) vector, in write order.
@@ -406,7 +412,7 @@ class VectorMemory:
                     out.append(settled)
                     continue
             unit = _unit(vector)
-            target_id, target_payload = self._merge_target(tenant, unit, pending)
+            target_id, target_payload = self._merge_target(tenant, unit, pending) if merge else (None, {})
             if target_id is None:
                 payload = MemoryEntry(
                     id=draft.id, content=draft.content, memory_type=draft.memory_type,  # type: ignore[arg-type]
@@ -589,14 +595,15 @@ class VectorMemory:
         ]
 
     def section(
-        self, user_id: str, query: str, max_tokens: int, *, k: int | None = None
+        self, user_id: str, query: str, max_tokens: int, *, k: int | None = None, touch: bool = True
     ) -> ContextSection | None:
         """The ``"memories"`` context section for ``query``: the best memories, one a line.
 
         Each line reads ``- [preference, importance 0.8] The user prefers green tea`` (the
         content on one line, whitespace collapsed); lines are added best first while the
         text fits ``max_tokens`` (a first line too long on its own is cut to fit). Only the
-        memories shown count as recalled. ``k`` defaults to ``MemoryConfig.memories_k``.
+        memories shown count as recalled (``touch=False``: they don't). ``k`` defaults to
+        ``MemoryConfig.memories_k``.
         ``None`` when nothing matches or fits.
         """
         self._check_open()
@@ -632,7 +639,8 @@ class VectorMemory:
                         shown.append(entry)
             if not lines:
                 return None
-            self._touch(shown, now)
+            if touch:
+                self._touch(shown, now)
         text = "\n".join(lines)
         return ContextSection(SECTION_NAME, text, counter.count_text(text))
 

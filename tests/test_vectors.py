@@ -293,6 +293,17 @@ def test_before_turn_recalls_memories_inside_the_budget(open_memory):
     assert context.token_usage.budget <= memory.config.max_tokens - memory.config.output_reserve
 
 
+def test_a_peek_at_the_context_does_not_count_as_a_recall(open_memory):
+    memory = open_memory()
+    mid = memory.remember("alice", "user: my bike is a blue Brompton")
+    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
+    peeked = memory.before_turn("alice", "t1", peek=True)
+    assert "Brompton" in peeked.memory_block
+    assert memory.get_memory("alice", mid).access_count == 0
+    assert "Brompton" in memory.before_turn("alice", "t1").memory_block
+    assert memory.get_memory("alice", mid).access_count == 1
+
+
 def test_as_vectorstore_is_the_server_collection_or_a_clear_error(open_memory):
     memory = open_memory()
     memory.remember("alice", "user: I collect vinyl records")
