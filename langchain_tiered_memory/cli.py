@@ -300,13 +300,6 @@ def _dir_size(path: Path) -> int:
     return total
 
 
-def _has_vectors(memory: TieredMemory) -> bool:
-    from .storage import Storage
-
-    # A command that reads must not create an empty vector collection.
-    return Storage.has_vectors(memory.data_dir)
-
-
 # --- demo -------------------------------------------------------------------------------
 
 
@@ -511,7 +504,7 @@ def _search(args: argparse.Namespace) -> int:
 
     with _open(args) as memory:
         hits = memory.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain) \
-            if _has_vectors(memory) else []
+            if memory._has_vectors() else []
     if args.json:
         _print_json([h.model_dump(mode="json") for h in hits])
         return 0

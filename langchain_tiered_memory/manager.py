@@ -427,9 +427,15 @@ class TieredMemory:
             self._hooks[name] = getattr(hooks, name)(self)
         return self._hooks[name]
 
+    def _has_vectors(self) -> bool:
+        """Whether long-term memories may exist: a server collection, or an Edge shard on
+        disk. Lets reads skip opening the vectors (which loads the embedding model and would
+        create an empty shard)."""
+        return any(self._qdrant.values()) or self._storage.has_vectors(self.data_dir)
+
     def _memory_users(self) -> list[str]:
         """Users with long-term memories (for the store's namespace listing)."""
-        if not (self._storage.has_vectors(self.data_dir) or any(self._qdrant.values())):
+        if not self._has_vectors():
             return []
         return sorted({r.payload.get("user_id") for r in self._scroll_all() if r.payload.get("user_id")})
 
@@ -488,7 +494,7 @@ class TieredMemory:
 
     def _memory_count(self) -> int | None:
         # Opening the vectors loads the embedding model: not for a memory that has none.
-        if not (self._storage.has_vectors(self.data_dir) or any(self._qdrant.values())):
+        if not self._has_vectors():
             return 0
         try:
             return self.vectors.backend.count()
@@ -687,7 +693,7 @@ class TieredMemory:
         _check_id("user_id", user_id)
         data = self._storage.export_user(user_id)
         data["memories"] = []
-        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()):
+        if self._has_vectors():
             from .vectors import MemoryEntry
 
             entries = [MemoryEntry.from_payload(r.id, r.payload) for r in self._scroll_all(user_id)]
@@ -706,7 +712,7 @@ class TieredMemory:
         from pydantic import ValidationError
 
         from .backends.base import PointData
-        from .vectors import MemoryEntry
+        from .vectors import MemoryEntry, _unit
 
         try:
             messages = []
@@ -719,7 +725,7 @@ class TieredMemory:
             entities = [{**e, "name_key": name_key(e["name"])} for e in data.get("entities", ())]
         except (ValidationError, KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"the data to import is malformed: {exc}") from None
-        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()) or entries:
+        if self._has_vectors() or entries:
             taken = self.vectors.backend.retrieve([e.id for e in entries]) if entries else []
             if taken or self.vectors.count(user_id):
                 raise InvalidInputError(
@@ -738,8 +744,7 @@ class TieredMemory:
             except Exception as exc:
                 raise EmbeddingError(f"the embeddings failed on the imported texts: {exc}") from exc
 
-        memory_vectors = [[x / (sum(y * y for y in v) ** 0.5 or 1.0) for x in v]
-                          for v in embed([e.content for e in entries])]
+        memory_vectors = [_unit(v) for v in embed([e.content for e in entries])]
         episode_vectors = embed([e.text() for e in episodes])
         items = [
             {**i, "vectors": self.store._embed_value(dict(i["value"]), None) if i.get("indexed") else None}
@@ -890,7 +895,7 @@ class TieredMemory:
 
         equals = {"user_id": user_id} if thread_id is None else {"user_id": user_id, "session_id": thread_id}
         out = {"memories": 0}
-        if self._storage.has_vectors(self.data_dir) or any(self._qdrant.values()):
+        if self._has_vectors():
             out["memories"] = self.vectors.backend.delete_where(Where(equals=equals))
             episodes = {"user_id": user_id} if thread_id is None else {"user_id": user_id, "thread_id": thread_id}
             self._episode_backend_open().delete_where(Where(equals=episodes))
@@ -1209,7 +1214,7 @@ class _MemoriesSection:
         if not query or not query.strip() or m.config.memories_k == 0:
             return None
         # Without a shard yet there is nothing to recall: skip loading the model.
-        if m._vectors is None and not (m._storage.has_vectors(m.data_dir) or any(m._qdrant.values())):
+        if m._vectors is None and not m._has_vectors():
             return None
         return m.vectors.section(
             user_id, query, min(max_tokens, m.config.memories_max_tokens), touch=not m._peek

@@ -1193,7 +1193,7 @@ class Storage:
             ids = [
                 r[0]
                 for r in conn.execute("SELECT id, namespace FROM store_items").fetchall()
-                if user_id in json.loads(r[1])[:2]
+                if _names_user(r[1], user_id)
             ]
             for chunk in _chunks(ids, 500):
                 conn.execute(f"DELETE FROM store_items WHERE id IN ({','.join('?' * len(chunk))})", chunk)
@@ -1204,7 +1204,7 @@ class Storage:
     def checkpoint_users(self, thread_id: str) -> set[str]:
         """The ``user_id`` values the thread's checkpoint metadata names (none if untagged)."""
         with self._read() as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = _table_names(conn)
             if "checkpoints" not in tables:
                 return set()
             rows = conn.execute(
@@ -1222,7 +1222,7 @@ class Storage:
         langgraph-checkpoint-sqlite's, created only once a checkpointer was used.
         """
         with self._write() as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = _table_names(conn)
             if "checkpoints" not in tables:
                 return 0
             ids = set(thread_ids)
@@ -1341,7 +1341,7 @@ class Storage:
                 (user_id, user_id, user_id),
             ).fetchone()
             if has_rows or any(
-                user_id in json.loads(r[0])[:2] for r in conn.execute("SELECT namespace FROM store_items")
+                _names_user(r[0], user_id) for r in conn.execute("SELECT namespace FROM store_items")
             ):
                 raise InvalidInputError(
                     f"user {user_id!r} already has data in {self.data_dir}; an import restores into "
@@ -1444,6 +1444,16 @@ class Storage:
 
 
 # --- helpers ----------------------------------------------------------------------------
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _names_user(namespace_json: str, user_id: str) -> bool:
+    """Whether a store namespace belongs to the user: the user first, or second (after a
+    kind such as ``"memories"`` or ``"profiles"``)."""
+    return user_id in json.loads(namespace_json)[:2]
 
 
 def _prepare_dir(data_dir: Path) -> Path:
