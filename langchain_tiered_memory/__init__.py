@@ -14,7 +14,6 @@ interfaces agent code already uses. Start with :class:`TieredMemory`::
 
 from .config import MemoryConfig
 from .context import ContextSection, MemoryContext, TokenUsage
-from .display import MemoryStats, SearchResults
 from .embeddings import (
     CachedQueryEmbeddings,
     HashingEmbeddings,
@@ -46,11 +45,15 @@ from .errors import (
     TokenCounterError,
     VectorStoreError,
 )
-from .integrations.chat_history import TieredChatMessageHistory
+from .entries import MemoryEntry, MemoryHit
+from .integrations import TieredChatMessageHistory
 from .integrations.store import TieredMemoryStore
-from .manager import ThreadInfo, TieredMemory, TurnResult
+from .memory import ThreadInfo, TieredMemory
+from .scoring import ScoreParts
 from .tokens import TokenCounter, TokenCounterLike
-from .vectors import MemoryEntry, MemoryHit, MemoryType, ScoreParts
+from .turn import TurnResult
+from .views import MemoryStats, SearchResults
+from .vocabulary import MemoryType
 from .window import TRUNCATION_MARKER
 
 __version__ = "0.1.0"
@@ -65,6 +68,7 @@ _LAZY = {
     "recall_node": ".integrations.nodes",
     "record_node": ".integrations.nodes",
     "create_memory_tools": ".integrations.tools",
+    "MemoryVectorStore": ".integrations.vectorstore",
 }
 
 

@@ -30,7 +30,7 @@ from .errors import DataDirError, InvalidInputError, NotFoundError, TieredMemory
 
 if TYPE_CHECKING:
     from .context import MemoryContext
-    from .manager import TieredMemory
+    from .memory import TieredMemory
 
 DEFAULT_DATA_DIR = "./memory"
 PROG = "tiered-memory"
@@ -229,7 +229,7 @@ def _datetime(text: str) -> datetime:
 
 def _open(args: argparse.Namespace, *, create: bool = False, **kwargs: Any) -> TieredMemory:
     """The memory of ``--data-dir``; a command that only reads never creates one."""
-    from .manager import TieredMemory
+    from .memory import TieredMemory
     from .storage import DB_FILENAME
 
     if not create and not (Path(args.data_dir) / DB_FILENAME).is_file():
@@ -500,11 +500,11 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from .vectors import IMPORTANCE_WEIGHT
+    from .scoring import TIE_BREAK
 
     with _open(args) as memory:
-        hits = memory.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain) \
-            if memory._has_vectors() else []
+        # A look: the recall is not counted (no access boost from the command line).
+        hits = memory.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain, peek=True)
     if args.json:
         _print_json([h.model_dump(mode="json") for h in hits])
         return 0
@@ -512,14 +512,18 @@ def _search(args: argparse.Namespace) -> int:
         print(f"no memory of user {args.user!r} matches {args.query!r}")
     for rank, hit in enumerate(hits, 1):
         e = hit.entry
-        print(f"{rank}. {hit.score:.3f}  [{e.memory_type}, importance {e.importance:.2f}] {' '.join(e.content.split())}")
+        print(f"{rank}. {hit.score:.3f}  [{e.memory_type}, importance {e.importance:.2f}, boost {e.boost:.2f}] "
+              f"{' '.join(e.content.split())}")
         print(f"   id {e.id} · created {_when(e.created_at)} · recalled {e.access_count}×"
               + (f" · thread {e.session_id}" if e.session_id else ""))
         if hit.parts is not None:
             p = hit.parts
-            print(f"   score = relevance {p.relevance:.3f} × ({1 - IMPORTANCE_WEIGHT:g} + {IMPORTANCE_WEIGHT:g} × "
-                  f"importance {p.importance:.2f} × decay {p.decay:.3f} after {p.days_since_access:.1f} days) "
-                  f"= {p.score:.3f}")
+            dense = "–" if p.dense is None else f"{p.dense:.3f}"
+            sparse = "–" if p.sparse is None else f"{p.sparse:.2f}"
+            print(f"   relevance {p.relevance:.3f} (cosine {dense}, BM25 {sparse}); prior "
+                  f"{p.effective_importance:.3f} = min(1, importance {p.importance:.2f} + boost {p.boost:.2f}) × "
+                  f"decay {p.decay:.3f} after {p.days_since_access:.1f} days; score = relevance + "
+                  f"{TIE_BREAK:g} × (prior − 0.5) = {p.score:.3f}")
     return 0
 
 
@@ -706,7 +710,7 @@ def _reindex(args: argparse.Namespace) -> int:
 
     def bar(done: int, total: int) -> None:
         if total != state["total"] or done < state["done"]:
-            if state["total"] >= 0:  # the episodes follow the memories: a new bar
+            if state["total"] >= 0:
                 sys.stderr.write("\n")
             state["total"] = total
         state["done"] = done
@@ -722,7 +726,7 @@ def _reindex(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(counts)
     else:
-        print(f"reindexed {counts['memories']} memories and {counts['episodes']} episodes")
+        print("reindexed " + " and ".join(f"{n} {kind}" for kind, n in counts.items()) + " from memory.db")
     return 0
 
 

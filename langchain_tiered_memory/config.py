@@ -67,7 +67,13 @@ class MemoryConfig(BaseModel):
         description="A new memory with cosine above this to an old one merges into it.",
     )
     score_threshold: float = Field(
-        0.5, ge=0.0, le=1.0, description="Recalled memories scoring below this are dropped."
+        0.25,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Recalled units whose relevance (0..1, from similarity: see scoring.py) is below "
+            "this are not relevant and are dropped."
+        ),
     )
 
     entities_max_tokens: int = Field(

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
 if TYPE_CHECKING:
+    from .storage.rows import ThreadRow
     from .tokens import TokenCounter
 
 #: Section names of the token accounting that are not memory layers.
@@ -36,6 +38,30 @@ class ContextSection:
     name: str
     text: str
     tokens: int = 0
+
+
+@dataclass(frozen=True)
+class SectionRequest:
+    """What a turn asks the memory layers for: whose, which thread, about what, and when.
+
+    ``peek``: a look that must change nothing (no recall is counted). ``at``: the time of
+    the question (relative dates in the query are read against it).
+    """
+
+    user_id: str
+    thread: ThreadRow | None
+    query: str | None
+    peek: bool = False
+    at: datetime | None = None
+
+
+class SectionProvider(Protocol):
+    """A memory layer that contributes a section to the context (summary, entities, …)."""
+
+    name: str
+
+    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
+        """The layer's section for this turn, at most ``max_tokens`` tokens, or ``None``."""
 
 
 def section_of_lines(
@@ -110,6 +136,9 @@ class MemoryContext:
     evicted: int = 0
     truncated: bool = False
     query: str | None = None
+    #: What could not be recalled this turn and why (e.g. another process holds the vector
+    #: index); empty when every layer answered.
+    degraded: tuple[str, ...] = ()
 
     @property
     def memory_block(self) -> str:

@@ -4,15 +4,15 @@ Each ``*_html`` function returns one self-contained HTML fragment: inline CSS, n
 and every stored or user-given string escaped (stored text is untrusted: a user can make
 the memory hold ``<script>``). Notebooks call them through ``_repr_html_`` on
 :class:`~langchain_tiered_memory.MemoryContext`, ``MemoryHit``, ``Entity``, and the values
-:meth:`TieredMemory.search` (:class:`SearchResults`) and :meth:`TieredMemory.stats`
-(:class:`MemoryStats`) return.
+:meth:`TieredMemory.search` (``SearchResults``) and :meth:`TieredMemory.stats`
+(``MemoryStats``) return. Rendering only reads: nothing here writes to the memory.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +21,10 @@ if TYPE_CHECKING:
 
     from .context import MemoryContext
     from .entities import Entity
+    from .entries import MemoryHit
     from .tokens import TokenCounter
-    from .vectors import MemoryHit
 
 __all__ = [
-    "MemoryStats",
-    "SearchResults",
     "context_html",
     "entity_html",
     "hits_html",
@@ -56,28 +54,6 @@ _COLOURS = {
     "overhead": "#d0d7de",
 }
 _OTHER_COLOUR = "#6e7781"
-
-
-class MemoryStats(dict[str, Any]):
-    """What :meth:`TieredMemory.stats` returns: a plain ``dict`` (equal to one, JSON-able)
-    that renders as a table in Jupyter."""
-
-    def _repr_html_(self) -> str:
-        return stats_html(self)
-
-
-class SearchResults(list["MemoryHit"]):
-    """What :meth:`TieredMemory.search` returns: a plain ``list`` of ``MemoryHit`` (equal to
-    one) that renders as a table in Jupyter. ``query`` is the text searched for."""
-
-    query: str | None
-
-    def __init__(self, hits: Iterable[MemoryHit] = (), query: str | None = None) -> None:
-        super().__init__(hits)
-        self.query = query
-
-    def _repr_html_(self) -> str:
-        return hits_html(self, query=self.query)
 
 
 # --- the context of a turn ------------------------------------------------------------------
@@ -200,10 +176,13 @@ def _message_text(message: BaseMessage) -> str:
 
 _PART_FIELDS = (
     ("relevance", "relevance"),
-    ("importance", "importance at query"),
+    ("dense", "cosine"),
+    ("sparse", "BM25"),
+    ("importance", "importance"),
+    ("boost", "boost"),
     ("days_since_access", "days since access"),
     ("decay", "decay"),
-    ("effective_importance", "effective importance"),
+    ("effective_importance", "prior"),
 )
 
 
@@ -236,7 +215,7 @@ def hits_html(hits: Sequence[MemoryHit], query: str | None = None) -> str:
         ]
         if explained:
             cells += [
-                f'<td style="{_NUM}">{_num(getattr(hit.parts, field)) if hit.parts else ""}</td>'
+                f'<td style="{_NUM}">{_maybe(getattr(hit.parts, field)) if hit.parts else ""}</td>'
                 for field, _ in _PART_FIELDS
             ]
         cells += [
@@ -244,15 +223,9 @@ def hits_html(hits: Sequence[MemoryHit], query: str | None = None) -> str:
             f'<td style="{_CELL}"><code title="{_e(entry.id)}">{_e(entry.id[:8])}</code></td>',
         ]
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    from .vectors import IMPORTANCE_WEIGHT as w
+    from .scoring import FORMULA
 
-    note = (
-        f'<div style="{_MUTED}">score = relevance × ({1 - w:g} + {w:g} × effective importance); '
-        "effective importance = importance at query × decay. The importance column "
-        "includes this recall's access boost.</div>"
-        if explained
-        else ""
-    )
+    note = f'<div style="{_MUTED}">{_e(FORMULA)}.</div>' if explained else ""
     return (
         f'<div class="ltm-search" style="{_FONT}">{heading}'
         f'<table style="{_TABLE}"><thead><tr>{head_cells}</tr></thead>'
@@ -373,6 +346,10 @@ def _int(value: int) -> str:
 
 def _plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _maybe(value: float | None) -> str:
+    return "–" if value is None else _num(value)
 
 
 def _num(value: float) -> str:

@@ -13,10 +13,16 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .context import ContextSection, section_of_lines
+from typing import TYPE_CHECKING
+
+from .context import ContextSection, SectionRequest, section_of_lines
 from .errors import InvalidInputError
-from .storage import EntityRow, EntityUpdate, Storage, ThreadRow
-from .tokens import TokenCounter
+from .storage.rows import EntityRow, EntityUpdate
+from .vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
+
+if TYPE_CHECKING:
+    from .storage import Storage
+    from .tokens import TokenCounter
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words that match too much to say what a query is about.
@@ -74,10 +80,8 @@ def to_entity(row: EntityRow) -> Entity:
     return Entity(row.name, row.type, current, row.created_at, row.updated_at, history)
 
 
-#: The name extractors give the user's own profile while they do not know the user's name,
-#: and the attribute that marks it.
-USER_ENTITY = "user"
-SELF_RELATION = ("relation_to_user", "self")
+#: The attribute and value that mark the user's own profile.
+SELF_RELATION = (RELATION_ATTRIBUTE, SELF)
 
 
 def updates(
@@ -110,13 +114,9 @@ def updates(
     return list(merged.values())
 
 
-def match_expression(query: str) -> str | None:
-    """An FTS5 expression matching any content word of ``query``; ``None`` if it has none."""
-    terms = [w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in _STOPWORDS]
-    if not terms:
-        return None
-    # Quoted, so words like AND/NEAR or a stray '*' are searched for, not interpreted.
-    return " OR ".join(f'"{t}"' for t in dict.fromkeys(terms))
+def query_terms(query: str) -> list[str]:
+    """The content words of ``query`` (what an entity search matches any of)."""
+    return list(dict.fromkeys(w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in _STOPWORDS))
 
 
 def render(entity: Entity) -> str:
@@ -137,18 +137,18 @@ class EntityLayer:
 
     def all(self, user_id: str) -> list[Entity]:
         """The user's entities, most recently updated first."""
-        return [to_entity(r) for r in self._storage.entities_of(user_id)]
+        return [to_entity(r) for r in self._storage.entities.of_user(user_id)]
 
     def get(self, user_id: str, name: str) -> Entity | None:
         """One entity by name (case- and whitespace-insensitive), with its history."""
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("an entity name must be a non-empty str")
-        row = self._storage.entity(user_id, name_key(name))
+        row = self._storage.entities.get(user_id, name_key(name))
         return to_entity(row) if row else None
 
     def self_name(self, user_id: str) -> str | None:
         """The name of the user's own profile, once the user has said it."""
-        for row in self._storage.search_entities(user_id, '"self"', 20):
+        for row in self._storage.entities.search(user_id, [SELF], 20):
             entity = to_entity(row)
             key, value = SELF_RELATION
             if entity.attributes.get(key) == value and name_key(entity.name) != USER_ENTITY:
@@ -158,17 +158,15 @@ class EntityLayer:
     def relevant(self, user_id: str, query: str | None, limit: int = MAX_ENTITIES_IN_CONTEXT) -> list[Entity]:
         """Entities matching the query's terms (best first), then the most recent ones."""
         found: list[EntityRow] = []
-        expression = match_expression(query) if query else None
-        if expression:
-            found = self._storage.search_entities(user_id, expression, limit)
+        terms = query_terms(query) if query else []
+        if terms:
+            found = self._storage.entities.search(user_id, terms, limit)
         if len(found) < limit:
             seen = {r.id for r in found}
-            found += [r for r in self._storage.entities_of(user_id, limit) if r.id not in seen]
+            found += [r for r in self._storage.entities.of_user(user_id, limit) if r.id not in seen]
         return [to_entity(r) for r in found[:limit]]
 
-    def section(
-        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
-    ) -> ContextSection | None:
+    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
         """The entities relevant to the query, one line each, within the token budget."""
-        lines = (render(entity) for entity in self.relevant(user_id, query))
+        lines = (render(entity) for entity in self.relevant(request.user_id, request.query))
         return section_of_lines(self.name, lines, self._counter, min(max_tokens, self._max_tokens))

@@ -2,24 +2,31 @@
 
 An episode says what happened, the decisions, the outcome, the topics and the time span. It
 is written by a journaled job through the extraction path (one LLM call, or the offline
-extractive episode), stored as a SQLite record (its owner) with a vector in the episodes
-collection (an index, rebuilt by ``reindex``). A session is the span of a thread's messages
-after its previous episode; ``end_session`` closes it, and so does an idle timeout.
+extractive episode), stored as a database record (its owner) and indexed for recall as a
+``session`` unit. A session is the span of a thread's messages after its previous episode;
+``end_session`` closes it, and so does an idle timeout.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
-from .context import ContextSection, section_of_lines
-from .storage import EpisodeRow, Storage, ThreadRow
-from .tokens import TokenCounter
+from . import scoring
+from .context import ContextSection, SectionRequest, section_of_lines
+from .storage.rows import EpisodeRow, Unit
+
+if TYPE_CHECKING:
+    from .index import RecallIndex
+    from .storage import Storage
+    from .tokens import TokenCounter
 
 _NAMESPACE = uuid.UUID("6f1d7c62-3a55-4c1e-9a49-5b1f0e2d8a11")
+#: Episode candidates read per search before the time range is applied.
+_CANDIDATES = 50
 
 
 def episode_id(thread_id: str, last_seq: int) -> str:
@@ -43,21 +50,26 @@ class Episode:
 
     @classmethod
     def from_row(cls, row: EpisodeRow) -> Episode:
-        """An episode from its SQLite record."""
+        """An episode from its record."""
         return cls(row.id, row.user_id, row.thread_id, datetime.fromisoformat(row.started_at),
                    datetime.fromisoformat(row.ended_at), row.summary, list(row.decisions),
                    row.outcome, list(row.topics))
 
     def text(self) -> str:
         """The text embedded and indexed for recall."""
-        parts = [self.summary]
-        if self.decisions:
-            parts.append("Decisions: " + "; ".join(self.decisions))
-        if self.outcome:
-            parts.append("Outcome: " + self.outcome)
-        if self.topics:
-            parts.append("Topics: " + ", ".join(self.topics))
-        return "\n".join(parts)
+        return episode_text(self.summary, self.decisions, self.outcome, self.topics)
+
+
+def episode_text(summary: str, decisions: Sequence[str], outcome: str, topics: Sequence[str]) -> str:
+    """An episode's indexed text: the summary, then decisions, outcome and topics."""
+    parts = [summary]
+    if decisions:
+        parts.append("Decisions: " + "; ".join(decisions))
+    if outcome:
+        parts.append("Outcome: " + outcome)
+    if topics:
+        parts.append("Topics: " + ", ".join(topics))
+    return "\n".join(parts)
 
 
 @dataclass(frozen=True)
@@ -68,40 +80,52 @@ class EpisodeHit:
     score: float | None
 
 
-class EpisodeIndex(Protocol):
-    """The vector side of episodes: what the episodes layer needs of a vector collection."""
-
-    def upsert(self, user_id: str, episode_id: str, text: str, payload: dict[str, Any]) -> None:
-        """Index (or re-index) one episode."""
-
-    def query(
-        self, user_id: str, text: str, k: int, since: float | None, until: float | None
-    ) -> list[tuple[str, float]]:
-        """``(episode_id, score)`` of the user's episodes nearest ``text`` in the time range."""
-
-    def delete(self, ids: Sequence[str]) -> None:
-        """Remove episodes from the index."""
-
-
 class EpisodeLayer:
-    """Reads episodes and contributes the ``episodes`` section of the context."""
+    """Episodes: the ``session`` units of the index, their search and the context section."""
 
     name = "episodes"
+    grains = ("session",)
 
     def __init__(
         self,
         storage: Storage,
+        index: RecallIndex,
         counter: TokenCounter,
-        index: Callable[[], EpisodeIndex | None],
         *,
         max_tokens: int,
         k: int,
+        threshold: float,
     ) -> None:
         self._storage = storage
-        self._counter = counter
         self._index = index
+        self._counter = counter
         self._max_tokens = max_tokens
         self._k = k
+        self._threshold = threshold
+
+    # --- the index's source -------------------------------------------------------------
+
+    def pending(self, limit: int) -> list[Unit]:
+        """Episodes whose point is not written yet."""
+        return [unit(r) for r in self._storage.episodes.unindexed(limit)]
+
+    def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
+        """Mark the episodes indexed."""
+        self._storage.episodes.mark_indexed([u.id for u in units])
+
+    def reset(self) -> int:
+        """Every episode needs its point again."""
+        return self._storage.episodes.mark_all_unindexed()
+
+    def indexed_count(self) -> int:
+        """Episodes with their point written."""
+        return self._storage.episodes.indexed_count()
+
+    def texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The indexed text of the episodes among ``ids``."""
+        return {i: Episode.from_row(r).text() for i, r in self._storage.episodes.get_many(list(ids)).items()}
+
+    # --- reading ------------------------------------------------------------------------
 
     def search(
         self,
@@ -112,24 +136,49 @@ class EpisodeLayer:
         until: datetime | None = None,
         k: int = 5,
     ) -> list[EpisodeHit]:
-        """The user's episodes in ``[since, until]``: by relevance to ``query``, else newest first."""
-        if query and query.strip() and (index := self._index()) is not None:
-            found = index.query(user_id, query, k, _epoch(since), _epoch(until))
-            rows = {r.id: r for r in self._storage.episodes_of(user_id, ids=[i for i, _ in found])}
-            return [EpisodeHit(Episode.from_row(rows[i]), s) for i, s in found if i in rows]
-        rows = self._storage.episodes_of(
+        """The user's episodes overlapping ``[since, until]``: by relevance to ``query``,
+        else newest first. Relevance needs the index (raises ``ShardLockedError`` while
+        another process holds it)."""
+        if query and query.strip() and self._storage.episodes.exists():
+            vector = self._index.embed_query(query)
+            found = self._index.candidates(user_id, query, vector, grains=self.grains, limit=_CANDIDATES)
+            rows = self._storage.episodes.get_many([c.id for c in found])
+            hits = []
+            for c in found:
+                row = rows.get(c.id)
+                if row is None or row.user_id != user_id or not _overlaps(row, since, until):
+                    continue
+                relevance = scoring.relevance(c.dense, c.sparse)
+                if relevance >= self._threshold:
+                    hits.append(EpisodeHit(Episode.from_row(row), relevance))
+            hits.sort(key=lambda h: -(h.score or 0.0))
+            return hits[:k]
+        rows = self._storage.episodes.of_user(
             user_id, since.isoformat() if since else None, until.isoformat() if until else None
         )
         return [EpisodeHit(Episode.from_row(r), None) for r in rows[:k]]
 
-    def section(
-        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
-    ) -> ContextSection | None:
-        """Past episodes relevant to the query, one line each, within the budget."""
+    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
+        """Past episodes relevant to the query (the newest without one), one line each."""
         if self._k == 0:
             return None
-        lines = (render(hit.episode) for hit in self.search(user_id, query, k=self._k))
+        query = request.query if self._index.available() else None
+        hits = self.search(request.user_id, query, k=self._k)
+        lines = (render(hit.episode) for hit in hits)
         return section_of_lines(self.name, lines, self._counter, min(max_tokens, self._max_tokens))
+
+
+def _overlaps(row: EpisodeRow, since: datetime | None, until: datetime | None) -> bool:
+    if since is not None and datetime.fromisoformat(row.ended_at) < since:
+        return False
+    return not (until is not None and datetime.fromisoformat(row.started_at) > until)
+
+
+def unit(row: EpisodeRow) -> Unit:
+    """The index unit of an episode (a ``session``)."""
+    text = episode_text(row.summary, row.decisions, row.outcome, row.topics)
+    return Unit(id=row.id, user_id=row.user_id, grain="session", text=text, at=row.started_at,
+                fields={"current": 1})
 
 
 def render(episode: Episode) -> str:
@@ -141,60 +190,3 @@ def render(episode: Episode) -> str:
     if episode.outcome:
         line += " Outcome: " + " ".join(episode.outcome.split())
     return line
-
-
-def payload(episode: Episode) -> dict[str, Any]:
-    """What the vector index keeps beside an episode: owner, thread and time span."""
-    return {
-        "user_id": episode.user_id,
-        "thread_id": episode.thread_id,
-        "started_at": episode.started_at.timestamp(),
-        "ended_at": episode.ended_at.timestamp(),
-    }
-
-
-def _epoch(value: datetime | None) -> float | None:
-    return None if value is None else value.timestamp()
-
-
-class BackendEpisodeIndex:
-    """:class:`EpisodeIndex` over a vector backend collection (Edge shard or server)."""
-
-    def __init__(self, backend: Any, embeddings: Any) -> None:
-        self._backend = backend
-        self._embeddings = embeddings
-
-    def upsert(self, user_id: str, episode_id: str, text: str, payload: dict[str, Any]) -> None:
-        from .backends.base import PointData
-
-        vector = self._embeddings.embed_documents([text])[0]
-        self._backend.upsert([PointData(episode_id, vector, text, {**payload, "user_id": user_id})])
-
-    def query(
-        self, user_id: str, text: str, k: int, since: float | None, until: float | None
-    ) -> list[tuple[str, float]]:
-        from .backends.base import HybridQuery, Range, Where
-
-        ranges = {}
-        if since is not None:
-            ranges["ended_at"] = Range(gte=since)
-        if until is not None:
-            ranges["started_at"] = Range(lte=until)
-        where = Where(equals={"user_id": user_id}, ranges=ranges)
-        hits = self._backend.hybrid(
-            HybridQuery(vector=self._embeddings.embed_query(text), text=text, where=where, limit=k)
-        )
-        return [(h.id, h.score) for h in hits]
-
-    def delete(self, ids: Sequence[str]) -> None:
-        if ids:
-            self._backend.delete(list(ids))
-
-
-def episode_schema() -> Any:
-    """The payload fields the episodes collection indexes."""
-    from .backends.base import CollectionSchema
-
-    return CollectionSchema(
-        tenant_field="user_id", keyword_fields=("thread_id",), float_fields=("started_at", "ended_at")
-    )

@@ -22,13 +22,17 @@ from .entities import name_key
 from .errors import InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
-    from .manager import TieredMemory
+    from .memory import TieredMemory
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "export_jsonl", "import_jsonl", "load_jsonl", "read_jsonl"]
 
-#: The ``format`` of the header line, and the version this package writes and reads.
+#: The ``format`` of the header line, and the version this package writes.
 FORMAT = "langchain-tiered-memory-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this package reads: 1 (0.1, store addresses in memory metadata) and 2.
+READ_VERSIONS = (1, 2)
+#: Fields of a memory line besides :class:`MemoryEntry`'s (format 2).
+_MEMORY_EXTRA = ("subject", "mergeable")
 
 #: Record type of each line, and the key of :meth:`TieredMemory.export_user`'s data it holds.
 _KINDS: dict[str, str] = {
@@ -140,6 +144,8 @@ class _StoreItem(_Record):
     updated_at: IsoTime
     ttl_minutes: float | None = None
     expires_at: float | None = None
+    #: The memory this item is the store address of (format 2).
+    memory_id: str | None = None
 
 
 _MODELS: dict[str, type[_Record]] = {
@@ -267,11 +273,11 @@ def _read_header(obj: dict[str, Any], source: str, number: int) -> _Header:
             f"not a langchain-tiered-memory export (the first line must be its header, with format {FORMAT!r})",
         )
     version = obj.get("version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise _error(
             source, number,
-            f"export format version {version!r}; this langchain-tiered-memory reads version "
-            f"{FORMAT_VERSION}" + (" (upgrade the package to read it)" if isinstance(version, int)
+            f"export format version {version!r}; this langchain-tiered-memory reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))}" + (" (upgrade the package to read it)" if isinstance(version, int)
                                    and version > FORMAT_VERSION else ""),
         )
     try:
@@ -283,13 +289,14 @@ def _read_header(obj: dict[str, Any], source: str, number: int) -> _Header:
 def _validate(kind: str, obj: dict[str, Any], user_id: str, source: str, number: int) -> dict[str, Any]:
     try:
         if kind == "memory":
-            from .vectors import MemoryEntry
+            from .entries import MemoryEntry
 
             fields = {k: v for k, v in obj.items() if k != "type"}
             if "user_id" in fields:
                 raise _error(source, number, "a memory line has no user_id: it belongs to the header's user")
+            extra = {k: fields.pop(k) for k in _MEMORY_EXTRA if k in fields}
             entry = MemoryEntry.model_validate({**fields, "user_id": user_id})
-            return entry.model_dump(mode="json", exclude={"user_id"})
+            return {**entry.model_dump(mode="json", exclude={"user_id"}), **extra}
         record = _MODELS[kind].model_validate(obj).model_dump(exclude={"type"})
     except ValidationError as exc:
         raise _error(source, number, f"bad {kind} record: {_describe(exc)}") from None

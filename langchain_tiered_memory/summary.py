@@ -10,10 +10,14 @@ more, then cut.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .context import ContextSection
-from .storage import Storage, SummaryUpdate, ThreadRow
-from .tokens import TokenCounter
+from .context import ContextSection, SectionRequest
+from .storage.rows import SummaryUpdate, ThreadRow
+
+if TYPE_CHECKING:
+    from .storage import Storage
+    from .tokens import TokenCounter
 
 
 class SummaryLayer:
@@ -30,7 +34,7 @@ class SummaryLayer:
         """The thread's summary text, ``None`` before anything was summarised."""
         if thread is None:
             return None
-        row = self._storage.summary(thread.key)
+        row = self._storage.summaries.get(thread.key)
         return row.text if row else None
 
     def bounded(
@@ -52,13 +56,12 @@ class SummaryLayer:
             tokens = self._counter.count_text(text)
         return SummaryUpdate(text, tokens, first_seq, last_seq)
 
-    def section(
-        self, user_id: str, thread: ThreadRow | None, query: str | None, max_tokens: int
-    ) -> ContextSection | None:
+    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
         """The running summary, cut to the room left if need be."""
+        thread = request.thread
         if thread is None or thread.summarized_through < 0:
             return None
-        row = self._storage.summary(thread.key)
+        row = self._storage.summaries.get(thread.key)
         if row is None or not row.text.strip():
             return None
         text, tokens = row.text, row.tokens

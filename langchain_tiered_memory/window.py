@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from .storage import IndexRow
+from .storage.rows import IndexRow
 from .tokens import TokenCounter
 
 #: Put where the middle of a truncated message was cut. ``{omitted}`` is the number of

@@ -341,15 +341,16 @@ def nb03() -> list[Cell]:
 
             | strategy | mechanism | parameter (default) |
             |---|---|---|
-            | time decay | effective importance = importance × decay^days since last recalled | `decay` (0.95 a day) |
-            | access boost | each recall adds to the importance, capped at 1.0, and resets the clock | `access_boost` (+0.1) |
+            | time decay | effective importance = min(1, importance + boost) × decay^days since last recalled | `decay` (0.95 a day) |
+            | access boost | each recall adds to a memory's boost (importance + boost ≤ 1.0) and resets the clock | `access_boost` (+0.1) |
             | capacity | past the per-user cap, the memories of lowest effective importance go | `max_memories_per_user` (10,000) |
             | merge | a new memory with cosine > threshold to an old one merges into it | `merge_threshold` (0.95) |
             | explicit | `forget(user_id=...)` removes everything of a user, in every layer | — |
 
-            Recall ranks by `score = relevance × (0.5 + 0.5 × effective importance)`: age and
-            importance reorder what matches, halving a score at most, but never hide a memory
-            that matches.
+            Recall ranks by relevance, from similarity (`scoring.py`): importance, age and
+            recalls only break near-ties, as `score = relevance + 0.05 × (effective importance −
+            0.5)`. They reorder matches whose relevance is within 0.05 of each other, and never
+            lift a clearly worse match over a better one, or hide one that matches.
 
             The notebook freezes the memory's clock (`memory._clock`, the hook the tests use) and
             moves it by hand, so months pass in seconds. It runs offline, on the real local
@@ -387,8 +388,8 @@ def nb03() -> list[Cell]:
 
             The same memory, *"The user prefers green tea."*, is stored for 16 users at two
             importances (0.9 and 0.5) and eight ages, from today to 90 days ago. One search per
-            user, `explain=True`, reports what the engine computed: the days since last access,
-            the decay factor, the effective importance and the score.
+            user, `explain=True`, reports what recall computed: the days since last access,
+            the decay factor, the effective importance, the relevance and the score.
             """
         ),
         code(
@@ -407,15 +408,18 @@ def nb03() -> list[Cell]:
                     memory.search(f"decay-{importance}-{age}", "Which tea does the user prefer?", k=1, explain=True)[0]
                     for age in AGES
                 ]
-            print("days  importance  decay   effective  score")
+            print("days  importance  decay   effective  relevance  score")
             for hit in measured[0.9]:
                 p = hit.parts
-                print(f"{p.days_since_access:>4.0f}  {p.importance:>10.2f}  {p.decay:.3f}  {p.effective_importance:>9.3f}  {hit.score:.3f}")
+                print(f"{p.days_since_access:>4.0f}  {p.importance:>10.2f}  {p.decay:.3f}  {p.effective_importance:>9.3f}"
+                      f"  {p.relevance:>9.3f}  {hit.score:.3f}")
             """
         ),
         code(
             """
             import numpy as np
+
+            from langchain_tiered_memory.scoring import TIE_BREAK
 
             days = np.linspace(0, 90, 181)
             fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -425,14 +429,16 @@ def nb03() -> list[Cell]:
                           label=f"importance × {cfg.decay}^days, importance {importance}")
                 left.plot([h.parts.days_since_access for h in hits], [h.parts.effective_importance for h in hits],
                           "o", color=colour, label=f"measured, importance {importance}")
-                right.plot(days, 0.5 + 0.5 * importance * cfg.decay ** days, color=colour, alpha=0.6,
+                right.plot(days, TIE_BREAK * (importance * cfg.decay ** days - 0.5), color=colour, alpha=0.6,
                            label=f"importance {importance}")
-                right.plot([h.parts.days_since_access for h in hits], [h.score for h in hits], "o", color=colour)
+                right.plot([h.parts.days_since_access for h in hits], [h.score - h.parts.relevance for h in hits],
+                           "o", color=colour)
             left.set(title="Effective importance", xlabel="days since last recalled", ylabel="effective importance")
-            right.set(title="Search score of an exact match (relevance 1.0)", xlabel="days since last recalled",
-                      ylabel="score", ylim=(0.4, 1.0))
-            right.axhline(0.5, color="gray", linestyle=":", linewidth=1)
-            right.annotate("never below half: age reorders, it does not hide", (35, 0.47), fontsize=8)
+            right.set(title="What importance and age add to a score", xlabel="days since last recalled",
+                      ylabel="score − relevance", ylim=(-0.04, 0.04))
+            for bound in (-TIE_BREAK / 2, TIE_BREAK / 2):
+                right.axhline(bound, color="gray", linestyle=":", linewidth=1)
+            right.annotate(f"bounded by ±{TIE_BREAK / 2}: they break ties, they do not decide", (20, 0.03), fontsize=8)
             for ax in (left, right):
                 ax.grid(alpha=0.3)
                 ax.legend(fontsize=8)
@@ -461,9 +467,9 @@ def nb03() -> list[Cell]:
             ## Access boost
 
             Two memories of one user start at importance 0.5 on day 0. The first is recalled by a
-            search on days 1 to 5; the second never. Each recall adds 0.1 to the importance
-            (capped at 1.0) and restarts its decay; `get_memory` reads a memory without counting
-            as a recall.
+            search on days 1 to 5; the second never. Each recall adds 0.1 to its boost (so that
+            importance + boost stays within 1.0) and restarts its decay; `get_memory` reads a
+            memory without counting as a recall.
             """
         ),
         code(
@@ -481,15 +487,15 @@ def nb03() -> list[Cell]:
                     curve[memory_id].append(memory.get_memory("erin", memory_id).effective_importance(now, cfg.decay))
 
             entry = memory.get_memory("erin", tea)
-            print(f"after 5 recalls: importance {entry.importance:.1f}, recalled {entry.access_count} times, "
-                  f"last on {entry.last_accessed:%Y-%m-%d}")
+            print(f"after 5 recalls: importance {entry.importance:.1f}, boost {entry.boost:.1f}, "
+                  f"recalled {entry.access_count} times, last on {entry.last_accessed:%Y-%m-%d}")
 
             fig, ax = plt.subplots(figsize=(8, 3.5))
             ax.plot(range(31), curve[tea], marker=".", label="recalled on days 1-5")
             ax.plot(range(31), curve[bike], marker=".", label="never recalled")
             ax.axvspan(1, 5, color="tab:blue", alpha=0.08)
             ax.set(xlabel="day", ylabel="effective importance", ylim=(0, 1.05),
-                   title=f"Access boost (+{cfg.access_boost} per recall, capped at 1.0) against decay")
+                   title=f"Access boost (+{cfg.access_boost} per recall, importance + boost ≤ 1) against decay")
             ax.grid(alpha=0.3)
             ax.legend()
             plt.show()

@@ -17,13 +17,9 @@ import pytest
 from qdrant_client import QdrantClient
 
 from langchain_tiered_memory.backends import (
-    MEMORY_SCHEMA,
     MODEL_FIELD,
     CollectionSchema,
-    Decay,
     EdgeBackend,
-    HybridQuery,
-    OrderBy,
     PointData,
     QdrantServerBackend,
     Range,
@@ -31,6 +27,7 @@ from langchain_tiered_memory.backends import (
     bm25_document,
     bm25_query,
     open_backend,
+    open_shared,
     reindex_backend,
 )
 from langchain_tiered_memory.embeddings import HashingEmbeddings
@@ -43,6 +40,7 @@ from langchain_tiered_memory.errors import (
 DIM = 32
 EMB = HashingEmbeddings(DIM)
 NOW = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
+SCHEMA = CollectionSchema(tenant_field="user", keyword_fields=("grain",), datetime_fields=("at",))
 
 
 class Factory:
@@ -54,7 +52,7 @@ class Factory:
         self.opened: list = []
         self.clients: list = []
 
-    def __call__(self, dimension=DIM, model_id=EMB.model_id, schema=MEMORY_SCHEMA, name="memories", **kw):
+    def __call__(self, dimension=DIM, model_id=EMB.model_id, schema=SCHEMA, name="recall", **kw):
         if self.kind == "edge":
             backend = EdgeBackend(self.tmp_path / "qdrant" / name, dimension, model_id, schema=schema, **kw)
         else:
@@ -88,16 +86,13 @@ def make(request, tmp_path):
 
 
 def point(text: str, user: str = "alice", emb=EMB, **payload) -> PointData:
-    data = {"user_id": user, "content": text, "importance": 0.5, "last_accessed": NOW.isoformat(),
-            "created_at": NOW.isoformat(), "memory_type": "fact"}
+    data = {"user": user, "grain": "fact", "at": NOW.isoformat()}
     data.update(payload)
     return PointData(str(uuid.uuid4()), emb.embed_query(text), text, data)
 
 
-def hybrid(backend, text, user="alice", **kw) -> list:
-    kw.setdefault("limit", 5)
-    where = kw.pop("where", Where(equals={"user_id": user}))
-    return backend.hybrid(HybridQuery(vector=EMB.embed_query(text), text=text, where=where, **kw))
+def mine(user: str = "alice") -> Where:
+    return Where(equals={"user": user})
 
 
 # --- BM25 -------------------------------------------------------------------------------------
@@ -120,112 +115,80 @@ def test_upsert_retrieve_count_scroll_delete(make):
     pts = [point(f"note number {i} about topic{i}", user="alice" if i % 2 else "bob") for i in range(6)]
     backend.upsert(pts)
     assert backend.count() == 6
-    assert backend.count(Where(equals={"user_id": "alice"})) == 3
+    assert backend.count(mine()) == 3
     got = {r.id: r for r in backend.retrieve([pts[0].id, str(uuid.uuid4())], with_vectors=True)}
     assert list(got) == [pts[0].id]
-    assert got[pts[0].id].payload["content"] == pts[0].text
     assert got[pts[0].id].payload[MODEL_FIELD] == EMB.model_id
     assert got[pts[0].id].vector == pytest.approx(pts[0].vector, abs=1e-5)
-    records, _ = backend.scroll(Where(equals={"user_id": "bob"}), limit=10)
+    records, _ = backend.scroll(mine("bob"), limit=10)
     assert {r.id for r in records} == {p.id for p in pts[::2]}
     backend.delete([pts[0].id])
     assert backend.count() == 5
-    assert backend.delete_where(Where(equals={"user_id": "alice"})) == 3
+    assert backend.delete_where(mine()) == 3
     assert backend.count() == 2
     with pytest.raises(VectorStoreError, match="every point"):
         backend.delete_where(Where())
 
 
-def test_scroll_orders_by_a_datetime_field(make):
+def test_no_text_is_stored_in_a_point(make, tmp_path):
     backend = make()
-    pts = [point(f"event {i}", created_at=(NOW + timedelta(hours=i)).isoformat()) for i in range(5)]
-    backend.upsert(pts)
-    records, cont = backend.scroll(Where(equals={"user_id": "alice"}), limit=3, order_by=OrderBy("created_at", descending=True))
-    assert [r.payload["content"] for r in records] == ["event 4", "event 3", "event 2"]
-    assert cont is None
+    canary = "zanzibar-quokka-7731"
+    p = point(f"user: my secret word is {canary}")
+    backend.upsert([p])
+    [record] = backend.retrieve([p.id])
+    assert canary not in json.dumps(record.payload)
+    assert backend.sparse(canary, mine(), 5)[0].id == p.id  # found by BM25 all the same
+    backend.flush()
+    hits = [path for path in tmp_path.rglob("*") if path.is_file() and canary.encode() in path.read_bytes()]
+    assert hits == []
 
 
 def test_set_payload_updates_several_points_at_once(make):
     backend = make()
     a, b = point("first"), point("second")
     backend.upsert([a, b])
-    backend.set_payload({a.id: {"access_count": 1, "importance": 0.6}, b.id: {"access_count": 7}})
+    backend.set_payload({a.id: {"current": 0, "importance": 0.6}, b.id: {"current": 1}})
     got = {r.id: r.payload for r in backend.retrieve([a.id, b.id])}
-    assert got[a.id]["access_count"] == 1 and got[a.id]["importance"] == 0.6
-    assert got[b.id]["access_count"] == 7 and got[b.id]["content"] == "second"
-    with pytest.raises(VectorStoreError):
-        backend.set_payload({a.id: {MODEL_FIELD: "other"}})
+    assert got[a.id]["current"] == 0 and got[a.id]["importance"] == 0.6
+    assert got[b.id]["current"] == 1 and got[b.id]["grain"] == "fact"
 
 
-# --- hybrid recall ------------------------------------------------------------------------
+# --- the two retrieval legs -------------------------------------------------------------------
 
 
-def test_hybrid_is_filtered_by_tenant(make):
+def test_both_legs_are_filtered_by_tenant(make):
     backend = make()
     backend.upsert([point("green tea every morning", user=u) for u in ("alice", "bob", "carol")])
     for user in ("alice", "bob", "carol"):
-        hits = hybrid(backend, "green tea", user=user, limit=10)
-        assert [h.payload["user_id"] for h in hits] == [user]
+        dense = backend.dense(EMB.embed_query("green tea"), mine(user), 10)
+        sparse = backend.sparse("green tea", mine(user), 10)
+        assert [h.payload["user"] for h in dense] == [user]
+        assert [h.payload["user"] for h in sparse] == [user]
 
 
-def test_relevance_is_normalised_rrf(make):
+def test_the_legs_return_similarity_magnitudes(make):
     backend = make()
     match = point("green tea every morning")
     backend.upsert([match, point("the cat sleeps on the sofa"), point("trains to Kyoto are fast")])
-    hits = hybrid(backend, "green tea every morning", limit=3)
-    # First in the dense and in the BM25 list: the maximum, 1.0.
-    assert hits[0].id == match.id
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
-    # The others are found by dense only: at most half.
-    assert all(h.score <= 0.5 + 1e-5 for h in hits[1:])
+    dense = backend.dense(EMB.embed_query("green tea every morning"), mine(), 3)
+    assert dense[0].id == match.id and dense[0].score == pytest.approx(1.0, abs=1e-4)  # cosine
+    assert all(h.score < 0.9 for h in dense[1:])
+    sparse = backend.sparse("green tea", mine(), 3)
+    assert [h.id for h in sparse] == [match.id] and sparse[0].score > 0  # only it shares a term
+    assert backend.sparse("zebra quartz", mine(), 3) == []
+    assert backend.sparse("the and of", mine(), 3) == []  # stopwords only: no terms
 
 
-def test_min_relevance_drops_weak_fused_matches(make):
+def test_filters_on_keywords_and_time_ranges(make):
     backend = make()
-    backend.upsert([point(f"unrelated words number{i}") for i in range(4)])
-    # No query word occurs in any text: BM25 finds nothing, dense ranks all four, and
-    # only the first dense hit reaches relevance 0.5.
-    assert len(hybrid(backend, "zebra quartz", limit=4)) == 4
-    kept = hybrid(backend, "zebra quartz", limit=4, min_relevance=0.5)
-    assert len(kept) == 1 and kept[0].score == pytest.approx(0.5, abs=1e-4)
-
-
-def test_decay_formula_is_computed_in_the_engine(make):
-    backend = make()
-    old = point("green tea", importance=0.8, last_accessed=(NOW - timedelta(days=10)).isoformat())
-    backend.upsert([old])
-    decay = Decay(NOW, 0.95)
-    hits = hybrid(backend, "green tea", decay=decay, decay_weight=0.5)
-    expected = 1.0 * (0.5 + 0.5 * 0.8 * 0.95**10)
-    assert hits[0].score == pytest.approx(expected, rel=1e-4)
-    assert decay.effective(0.8, NOW - timedelta(days=10)) == pytest.approx(0.8 * 0.95**10)
-
-
-def test_weakest_is_lowest_effective_importance(make):
-    backend = make()
-    fresh_low = point("fresh but unimportant", importance=0.2)
-    old_high = point("important long ago", importance=0.9, last_accessed=(NOW - timedelta(days=60)).isoformat())
-    fresh_high = point("fresh and important", importance=0.9)
-    backend.upsert([fresh_low, old_high, fresh_high])
-    weakest = backend.weakest(Where(equals={"user_id": "alice"}), Decay(NOW, 0.95), 2)
-    assert [w.id for w in weakest] == [old_high.id, fresh_low.id]
-    assert weakest[0].score == pytest.approx(0.9 * 0.95**60, rel=1e-4)
-
-
-def test_another_layer_can_use_its_own_schema_and_time_ranges(make):
-    schema = CollectionSchema(tenant_field="user_id", keyword_fields=("thread_id",), datetime_fields=("started_at", "ended_at"))
-    episodes = make(schema=schema, name="episodes")
     days = [NOW - timedelta(days=d) for d in (30, 10, 1)]
-    pts = [
-        PointData(str(uuid.uuid4()), EMB.embed_query(f"session about tea {i}"), f"session about tea {i}",
-                  {"user_id": "alice", "thread_id": f"t{i}", "started_at": d.isoformat(), "ended_at": (d + timedelta(hours=1)).isoformat()})
-        for i, d in enumerate(days)
-    ]
-    episodes.upsert(pts)
-    where = Where(equals={"user_id": "alice"}, ranges={"ended_at": Range(gte=NOW - timedelta(days=15))})
-    hits = episodes.hybrid(HybridQuery(vector=EMB.embed_query("tea"), text="tea", where=where, limit=5))
-    assert {h.payload["thread_id"] for h in hits} == {"t1", "t2"}
-    assert episodes.count(Where(ranges={"started_at": Range(lt=NOW - timedelta(days=20))})) == 1
+    pts = [point(f"session about tea {i}", grain="session" if i else "turn", at=d.isoformat()) for i, d in enumerate(days)]
+    backend.upsert(pts)
+    recent = Where(equals={"user": "alice"}, ranges={"at": Range(gte=NOW - timedelta(days=15))})
+    assert {h.id for h in backend.dense(EMB.embed_query("tea"), recent, 5)} == {pts[1].id, pts[2].id}
+    sessions = Where(equals={"user": "alice"}, any_of={"grain": ["session"]})
+    assert {h.id for h in backend.sparse("tea", sessions, 5)} == {pts[1].id, pts[2].id}
+    assert backend.count(Where(ranges={"at": Range(lt=NOW - timedelta(days=20))})) == 1
 
 
 # --- embeddings, persistence, reindex -----------------------------------------------------
@@ -236,13 +199,14 @@ def test_points_persist_across_reopening(make):
     p = point("user: I moved to Berlin")
     backend.upsert([p])
     backend = make.reopen(backend)
-    assert backend.retrieve([p.id])[0].payload["content"] == "user: I moved to Berlin"
-    assert hybrid(backend, "Berlin")[0].id == p.id
+    assert backend.retrieve([p.id])[0].id == p.id
+    assert backend.sparse("Berlin", mine(), 3)[0].id == p.id
 
 
 def test_model_change_is_a_clear_error_and_reindex_fixes_it(make):
     backend = make()
     pts = [point(f"memory {i} about things{i}") for i in range(7)]
+    texts = {p.id: p.text for p in pts}
     backend.upsert(pts)
     wide = HashingEmbeddings(48)
     backend = make.reopen(backend, dimension=48, model_id=wide.model_id)
@@ -250,41 +214,57 @@ def test_model_change_is_a_clear_error_and_reindex_fixes_it(make):
     assert (info.dimension, info.model_id, info.points) == (DIM, EMB.model_id, 7)
     assert "reindex" in info.mismatch
     with pytest.raises(EmbeddingMismatchError, match=r"reindex\(\)"):
-        backend.hybrid(HybridQuery(vector=wide.embed_query("x"), text="x", where=Where(equals={"user_id": "alice"}), limit=3))
+        backend.dense(wide.embed_query("x"), mine(), 3)
     with pytest.raises(EmbeddingMismatchError):
         backend.upsert([point("new", emb=wide)])
-    # Payload calls keep working, so data can still be listed and forgotten.
-    assert backend.count(Where(equals={"user_id": "alice"})) == 7
+    # Payload calls keep working, so records can still be forgotten.
+    assert backend.count(mine()) == 7
     seen = []
-    done = reindex_backend(backend, wide.embed_documents, lambda p: p["content"], progress=lambda d, t: seen.append((d, t)), batch_size=3)
+    done = reindex_backend(
+        backend, wide.embed_documents, lambda ids: {i: texts[i] for i in ids if i in texts},
+        progress=lambda d, t: seen.append((d, t)), batch_size=3,
+    )
     assert done == 7 and seen[0] == (0, 7) and seen[-1] == (7, 7)
     info = backend.info()
     assert (info.dimension, info.model_id, info.mismatch) == (48, wide.model_id, None)
-    hits = backend.hybrid(HybridQuery(vector=wide.embed_query("memory 3 about things3"), text="memory 3 about things3", where=Where(equals={"user_id": "alice"}), limit=1))
-    assert hits[0].payload["content"] == "memory 3 about things3"
+    hits = backend.dense(wide.embed_query("memory 3 about things3"), mine(), 1)
+    assert hits[0].id == pts[3].id
     backend = make.reopen(backend, dimension=48, model_id=wide.model_id)
     assert backend.info().mismatch is None
 
 
+def test_reindex_drops_points_whose_record_is_gone(make):
+    backend = make()
+    pts = [point(f"memory {i}") for i in range(4)]
+    backend.upsert(pts)
+    backend = make.reopen(backend, model_id="another-model")
+    kept = {p.id: p.text for p in pts[:2]}
+    assert reindex_backend(backend, EMB.embed_documents, lambda ids: {i: kept[i] for i in ids if i in kept}) == 2
+    assert {r.id for r in backend.scroll(mine(), limit=10)[0]} == set(kept)
+
+
 def test_interrupted_reindex_resumes_without_redoing_points(make):
     backend = make()
-    backend.upsert([point(f"memory {i}") for i in range(10)])
-    other = HashingEmbeddings(DIM)
+    pts = [point(f"memory {i}") for i in range(10)]
+    texts = {p.id: p.text for p in pts}
+    backend.upsert(pts)
     backend = make.reopen(backend, model_id="another-model")
     calls = []
 
-    def failing(texts):
-        calls.append(len(texts))
+    def failing(batch):
+        calls.append(len(batch))
         if len(calls) == 2:
             raise RuntimeError("killed")
-        return other.embed_documents(texts)
+        return EMB.embed_documents(batch)
+
+    def lookup(ids):
+        return {i: texts[i] for i in ids}
 
     with pytest.raises(RuntimeError):
-        reindex_backend(backend, failing, lambda p: p["content"], batch_size=4)
+        reindex_backend(backend, failing, lookup, batch_size=4)
     backend = make.reopen(backend, model_id="another-model")
     assert "unfinished reindex" in backend.info().mismatch
-    calls.clear()
-    assert reindex_backend(backend, failing.__wrapped__ if hasattr(failing, "__wrapped__") else other.embed_documents, lambda p: p["content"], batch_size=4) == 6
+    assert reindex_backend(backend, EMB.embed_documents, lookup, batch_size=4) == 6
     assert backend.info().mismatch is None
 
 
@@ -296,13 +276,13 @@ def test_an_empty_collection_adopts_a_new_model(make):
 
 
 def test_open_backend_picks_edge_or_server(tmp_path):
-    edge = open_backend(tmp_path, "memories", dimension=DIM, model_id=EMB.model_id)
+    edge = open_backend(tmp_path, "recall", dimension=DIM, model_id=EMB.model_id, schema=SCHEMA)
     try:
-        assert isinstance(edge, EdgeBackend) and edge.path == tmp_path / "qdrant" / "memories"
+        assert isinstance(edge, EdgeBackend) and edge.path == (tmp_path / "qdrant" / "recall").resolve()
     finally:
         edge.close()
     client = QdrantClient(":memory:")
-    server = open_backend(None, "memories", dimension=DIM, model_id=EMB.model_id, client=client)
+    server = open_backend(None, "recall", dimension=DIM, model_id=EMB.model_id, client=client, schema=SCHEMA)
     assert isinstance(server, QdrantServerBackend)
     server.close()
     client.close()
@@ -314,12 +294,12 @@ def test_open_backend_picks_edge_or_server(tmp_path):
 def test_edge_creates_tenant_and_payload_indexes(tmp_path):
     from qdrant_edge import KeywordIndexParams
 
-    with EdgeBackend(tmp_path / "m", DIM, EMB.model_id) as backend:
+    with EdgeBackend(tmp_path / "m", DIM, EMB.model_id, schema=SCHEMA) as backend:
         schema = backend._shard.info().payload_schema
-        assert {"user_id", "memory_type", "importance", "created_at", "last_accessed", MODEL_FIELD} <= set(schema)
-        params = schema["user_id"].params
+        assert {"user", "grain", "at", MODEL_FIELD} <= set(schema)
+        params = schema["user"].params
         assert isinstance(params, KeywordIndexParams) and params.is_tenant
-        assert backend.tenant_graphs is False  # 10,000 × 32-d is far below the full-scan threshold
+        assert backend.tenant_graphs is False
     assert json.loads((tmp_path / "m" / "collection.json").read_text())["model_id"] == EMB.model_id
 
 
@@ -342,12 +322,29 @@ def test_edge_shard_is_locked_against_a_second_process(tmp_path):
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3, proc.stderr
-    assert str(path) in proc.stdout and str(os.getpid()) in proc.stdout and "url=" in proc.stdout
+    assert str(path) in proc.stdout and str(os.getpid()) in proc.stdout and "qdrant_url=" in proc.stdout
     with pytest.raises(ShardLockedError):
-        EdgeBackend(path, DIM, EMB.model_id)  # a second owner in this process too
+        EdgeBackend(path, DIM, EMB.model_id)  # a second, unshared owner in this process too
     backend.close()
     with EdgeBackend(path, DIM, EMB.model_id) as again:
         assert again.count() == 1
+
+
+def test_open_shared_hands_one_backend_to_every_opener_in_a_process(tmp_path):
+    path = tmp_path / "shared"
+    first = open_shared(path, DIM, EMB.model_id)
+    second = open_shared(path, DIM, EMB.model_id)
+    assert second is first
+    first.upsert([point("still open")])
+    first.close()
+    assert second.count() == 1  # the shard closes with its last holder only
+    with pytest.raises(VectorStoreError, match="same embeddings"):
+        open_shared(path, 16, "hashing-16")
+    second.close()
+    with pytest.raises(VectorStoreError, match="closed"):
+        second.count()
+    with open_shared(path, DIM, EMB.model_id) as third:  # opened anew
+        assert third is not first and third.count() == 1
 
 
 def test_edge_refuses_a_shard_without_its_model_record(tmp_path):
@@ -370,14 +367,8 @@ def test_edge_optimizes_in_the_background(tmp_path):
     with EdgeBackend(tmp_path / "m", DIM, EMB.model_id, optimize_after=40) as backend:
         backend.upsert([point(f"memory {i}") for i in range(50)])
         assert backend._optimizer is not None
-        assert len(hybrid(backend, "memory 7")) > 0  # queries are served meanwhile
+        assert len(backend.sparse("memory", mine(), 5)) > 0  # queries are served meanwhile
     assert backend._optimizer is not None and not backend._optimizer.is_alive()  # close joined it
-
-
-def test_edge_has_no_vectorstore(tmp_path):
-    with EdgeBackend(tmp_path / "m", DIM, EMB.model_id) as backend:
-        with pytest.raises(VectorStoreError, match="url="):
-            backend.as_vectorstore(EMB)
 
 
 # --- server specifics -----------------------------------------------------------------------
@@ -397,16 +388,28 @@ def test_server_collection_layout_and_metadata():
     client.close()
 
 
-def test_server_as_vectorstore_is_langchain_qdrant_over_the_collection():
-    from langchain_qdrant import QdrantVectorStore
+class FlakyClient(QdrantClient):
+    """A real local-mode client whose next ``failures`` calls to ``upsert`` fail as a
+    dropped connection does."""
 
-    client = QdrantClient(":memory:")
-    backend = QdrantServerBackend(client=client, collection="mem", dimension=DIM, model_id=EMB.model_id)
-    backend.upsert([point("user: I like green tea", metadata={"source": "chat"}), point("the weather is sunny")])
-    store = backend.as_vectorstore(EMB)
-    assert isinstance(store, QdrantVectorStore)
-    docs = store.similarity_search("green tea", k=1)
-    assert docs[0].page_content == "user: I like green tea"
-    assert docs[0].metadata["source"] == "chat"
+    failures = 0
+
+    def upsert(self, *args, **kwargs):  # type: ignore[override]
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("connection reset by peer")
+        return super().upsert(*args, **kwargs)
+
+
+def test_server_retries_transient_failures_then_reports_them():
+    client = FlakyClient(":memory:")
+    backend = QdrantServerBackend(client=client, collection="mem", dimension=DIM, model_id=EMB.model_id, schema=SCHEMA)
+    client.failures = 2
+    backend.upsert([point("written on the third try")])
+    assert backend.count() == 1
+    client.failures = 5
+    with pytest.raises(VectorStoreError, match="connection reset"):
+        backend.upsert([point("never written")])
+    assert backend.count() == 1
     backend.close()
     client.close()

@@ -220,7 +220,7 @@ def test_search_ranks_memories_and_explains_scores(prepared):
     assert text.returncode == 0 and data.returncode == 0, text.stderr + data.stderr
     first = text.stdout.splitlines()[0]
     assert first.startswith("1. ") and "[preference, importance" in first and "Louvre" in first
-    assert "score = relevance" in text.stdout and "decay" in text.stdout
+    assert "score = relevance" in text.stdout and "decay" in text.stdout and "cosine" in text.stdout
     hits = json.loads(data.stdout)
     assert 1 <= len(hits) <= 2 and "Louvre" in hits[0]["entry"]["content"]
     assert hits[0]["entry"]["metadata"] == {"source": "test"} and hits[0]["parts"] is None
@@ -465,7 +465,7 @@ def test_reindex_rebuilds_vectors_after_a_model_change_with_a_progress_bar(fresh
     out = _run("--data-dir", fresh, "reindex", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"memories": n, "episodes": 1}
-    assert f"] {n}/{n}" in out.stderr and "] 1/1" in out.stderr and "#" * 30 in out.stderr
+    assert f"] {n + 1}/{n + 1}" in out.stderr and "#" * 30 in out.stderr  # one index: both kinds
     assert "Traceback" not in out.stderr
     with TieredMemory(fresh) as m:  # the default model again: no mismatch
         assert "Louvre" in m.search("alice", "which museum does Alice like", k=1)[0].entry.content

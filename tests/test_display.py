@@ -14,7 +14,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import MemoryConfig, TieredMemory
-from langchain_tiered_memory.display import MESSAGE_CHARS, MemoryStats, SearchResults
+from langchain_tiered_memory import MemoryStats, SearchResults
+from langchain_tiered_memory.display import MESSAGE_CHARS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted_model import ScriptedChatModel, entity, turn_tool_call, wrong_types_tool_call  # noqa: E402
@@ -208,19 +209,22 @@ def test_search_results_list_content_type_importance_score_and_score_parts(recal
     assert heading == f"{len(hits)} memories"
     assert "What tea does the user like?" in doc.find("i").text()
     table = rows(doc.find("table"))
-    assert table[0] == ["#", "content", "type", "importance", "score", "relevance",
-                        "importance at query", "days since access", "decay",
-                        "effective importance", "recalls", "id"]
+    assert table[0] == ["#", "content", "type", "importance", "score", "relevance", "cosine", "BM25",
+                        "importance", "boost", "days since access", "decay", "prior", "recalls", "id"]
     assert len(table) - 1 == len(hits)
+
+    def number(value):
+        return "–" if value is None else f"{value:.3f}"
+
     for row, hit in zip(table[1:], hits):
         parts = hit.parts
         assert row[1] == hit.entry.content  # the <img> comes back as text, not as an image
         assert row[2] == hit.entry.memory_type
-        assert row[3:10] == [f"{v:.3f}" for v in (
-            hit.entry.importance, hit.score, parts.relevance, parts.importance,
-            parts.days_since_access, parts.decay, parts.effective_importance)]
-        assert row[10] == str(hit.entry.access_count) == "1"
-        assert hit.entry.id.startswith(row[11])
+        assert row[3:13] == [number(v) for v in (
+            hit.entry.importance, hit.score, parts.relevance, parts.dense, parts.sparse, parts.importance,
+            parts.boost, parts.days_since_access, parts.decay, parts.effective_importance)]
+        assert row[13] == str(hit.entry.access_count) == "1"
+        assert hit.entry.id.startswith(row[14])
     assert any(IMG in row[1] for row in table[1:])
     # Ranked best first, as the score column shows.
     scores = [float(r[4]) for r in table[1:]]

@@ -142,14 +142,14 @@ def test_counts_are_stored_and_redone_for_another_counter(data_dir, small_config
     with TieredMemory(data_dir, small_config, token_counter=words) as m:
         assert m.before_turn("u", "t").token_usage["window"] == 6
     with TieredMemory(data_dir, small_config, token_counter=words) as m:
-        rows = m._storage.message_index(m._storage.thread("t").key)
+        rows = m._storage.threads.index(m._storage.threads.get("t").key)
         assert [(r.tokens, r.counter) for r in rows] == [(6, m.counter.name)]
 
 
 def test_eviction_is_recorded_for_the_summary_layer(memory):
     for i in range(30):
         result = memory.after_turn("u", "t", [HumanMessage(f"message {i} " * 8)])
-    thread = memory._storage.thread("t")
+    thread = memory._storage.threads.get("t")
     assert result.evicted > 0
     assert thread.evicted_through == result.evicted - 1
     # The summary written since takes room, so the window can only have shrunk.

@@ -18,7 +18,7 @@ from langchain_tiered_memory import (
     TieredMemory,
     TieredMemoryError,
 )
-from langchain_tiered_memory.storage import APPLICATION_ID, MIGRATIONS, Storage
+from langchain_tiered_memory.storage import APPLICATION_ID, MIGRATIONS, SQLiteDatabase, Storage
 
 
 def test_messages_survive_reopening(data_dir, small_config):
@@ -53,12 +53,11 @@ def test_a_migration_step_runs_once_and_keeps_data(data_dir):
         db["extra"].create({"id": int}, pk="id")
 
     nxt = max(MIGRATIONS) + 1
-    s = Storage(data_dir, migrations={**MIGRATIONS, nxt: to_2})
-    s.close()
-    s = Storage(data_dir, migrations={**MIGRATIONS, nxt: to_2})
-    assert s.db["extra"].exists() and calls == [1]
-    assert s.counts()["messages"] == 1
-    s.close()
+    SQLiteDatabase(data_dir, migrations={**MIGRATIONS, nxt: to_2}).close()
+    db = SQLiteDatabase(data_dir, migrations={**MIGRATIONS, nxt: to_2})
+    assert db.db["extra"].exists() and calls == [1]
+    assert Storage(db).counts()["messages"] == 1
+    db.close()
     # The package at the older schema now refuses the newer file instead of misreading it.
     with pytest.raises(SchemaVersionError, match="upgrade"):
         TieredMemory(data_dir)
@@ -73,7 +72,7 @@ def test_a_failed_migration_leaves_the_old_version(data_dir):
         raise RuntimeError("boom")
 
     with pytest.raises(Exception, match="boom"):
-        Storage(data_dir, migrations={**MIGRATIONS, max(MIGRATIONS) + 1: broken})
+        SQLiteDatabase(data_dir, migrations={**MIGRATIONS, max(MIGRATIONS) + 1: broken})
     conn = sqlite3.connect(data_dir / "memory.db")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == max(MIGRATIONS)
     assert "half" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}

@@ -115,7 +115,7 @@ def test_summary_covers_exactly_the_evicted_messages(data_dir):
     with TieredMemory(data_dir, config, model=model) as m:
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
-        thread = m._storage.thread("t")
+        thread = m._storage.threads.get("t")
         assert thread.summarized_through >= 0
         assert m.summary("u", "t") == "Alice plans a trip."
         ctx = m.before_turn("u", "t")
@@ -125,7 +125,7 @@ def test_summary_covers_exactly_the_evicted_messages(data_dir):
         first_sent = next(i for i, x in enumerate(log) if x.id == ctx.window[0].id)
         assert first_sent > thread.summarized_through
         assert ctx.token_usage.total <= config.context_budget
-        row = m._storage.summary(thread.key)
+        row = m._storage.summaries.get(thread.key)
         assert row.first_seq == 0 and row.last_seq == thread.summarized_through
 
 
@@ -233,7 +233,7 @@ def test_sigkill_mid_job_resumes_once_after_reopening(data_dir):
     with TieredMemory(data_dir, inline(), model=model) as m:
         assert m.flush(timeout=30)
         assert model.calls == 1  # resumed once
-        jobs = m._storage.jobs()
+        jobs = m._storage.jobs.rows()
         assert [(j.status, j.attempts) for j in jobs] == [("done", 2)]
         assert len(m.entities("u")) == 1
         assert m.entity("u", "alice").attributes == {"location": "Paris"}

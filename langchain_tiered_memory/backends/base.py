@@ -1,63 +1,56 @@
-"""The small interface every vector backend implements, and the plain types it speaks.
+"""What every vector backend shares: the plain types it speaks, BM25, and the engine-free half
+of a collection (its model record, reindexing, filters, the two retrieval legs).
 
-A backend holds one collection: points with a dense vector (the caller's embedding), a
-BM25 sparse vector (computed here from the point's text, with Qdrant Edge's own ``Bm25``
-tokenizer, so both backends index text identically) and a JSON payload. Nothing in this
-interface knows about memories: the long-term layer and the episodic layer each open their
-own collection with their own :class:`CollectionSchema`.
+A backend holds one collection of points: a dense vector (the caller's embedding), a BM25
+sparse vector (computed here from the point's text with Qdrant Edge's own ``Bm25``
+tokenizer, so both backends index text identically) and a small payload of fields to filter
+on. **No text is stored**: the relational store owns every record, and a collection is an
+index that can be rebuilt from it. Nothing here knows about memories; :mod:`..index` decides
+what the points are.
 
-Hybrid recall (:meth:`VectorBackend.hybrid`) is specified here, once, for every backend:
+Retrieval is two legs, each filtered by a :class:`Where` and each returning its own scores:
+:meth:`BaseBackend.dense` (cosine similarity) and :meth:`BaseBackend.sparse` (BM25, the
+inverse document frequency applied by Qdrant at query time). The caller fuses them
+(``scoring.py``): the magnitudes, not only the ranks, say how well a point matches.
 
-* two candidate lists, dense cosine and BM25, each of ``candidates`` points, both filtered
-  by the query's :class:`Where`;
-* fused inside Qdrant by reciprocal rank fusion, ``rrf = Σ 1 / (RRF_K + rank)`` (rank from 0);
-* ``relevance = rrf / rrf_max`` with ``rrf_max = 2 / RRF_K``, the fused score of a point that
-  is first in both lists: 1.0 means first for dense and BM25 alike, 0.5 means first for one
-  of them only (or about rank 60 in both). Points below ``min_relevance`` are dropped;
-* with a :class:`Decay`, ``score = relevance × (1 − w + w × importance × rate^days)``, where
-  ``days`` is the distance between ``decay.now`` and the point's time field and ``w`` the
-  query's ``decay_weight``: importance and age can at most scale a match down by ``1 − w``.
-  Both backends compute it in the engine with a formula query over the fused candidates,
-  so only the ``limit`` best points leave Qdrant.
+:class:`BaseBackend` implements everything above the engine: the model record
+(``model_id``, ``dimension``, the live vector's name, an unfinished reindex's target), the
+mismatch errors, the resumable reindex and the translation of a :class:`Where` into an
+engine filter through a :class:`FilterBuilder`. The Edge and server subclasses provide the
+engine calls.
 """
 
 from __future__ import annotations
 
+import abc
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 from ..errors import EmbeddingMismatchError, VectorStoreError
 
-if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
 __all__ = [
     "DENSE_VECTOR",
-    "MEMORY_SCHEMA",
     "MODEL_FIELD",
-    "RRF_K",
-    "SECONDS_PER_DAY",
     "SPARSE_VECTOR",
     "BackendInfo",
+    "BaseBackend",
     "CollectionSchema",
-    "Decay",
-    "HybridQuery",
-    "OrderBy",
+    "FilterBuilder",
     "PointData",
     "Range",
     "Record",
     "ScoredRecord",
-    "VectorBackend",
     "Where",
     "bm25_document",
     "bm25_query",
+    "check_vector",
+    "iso",
     "mismatch_message",
     "reindex_backend",
-    "rrf_max",
 ]
 
 #: Name of the dense vector of a new collection. A reindex to another dimension adds a
@@ -68,19 +61,7 @@ SPARSE_VECTOR = "bm25"
 #: Payload key, written by the backend on every point, naming the model of its dense
 #: vector. A reindex skips points already stamped with the target model: it resumes.
 MODEL_FIELD = "_embedding_model"
-#: Reciprocal rank fusion constant, the usual 60.
-RRF_K = 60
-SECONDS_PER_DAY = 86_400.0
-# Qdrant's exponential decay needs a midpoint inside (0, 1); a rate of 0 becomes this.
-_MIN_RATE = 1e-12
-# Fused scores come back as float32: 1/60 rounds to 0.016666668, a hair above the float64
-# threshold or below it depending on the arithmetic, so thresholds get this much slack.
-THRESHOLD_SLACK = 1e-5
-
-
-def rrf_max(k: int = RRF_K, lists: int = 2) -> float:
-    """The fused score of a point ranked first in each of ``lists`` candidate lists."""
-    return lists / k
+META_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -90,10 +71,10 @@ class CollectionSchema:
     ``tenant_field`` gets a keyword index marked ``is_tenant`` (Qdrant co-locates each
     tenant's points and plans per-tenant search); every query of the package filters on it.
     Datetime fields hold ISO 8601 strings with a UTC offset and can be ranges in a
-    :class:`Where`, the time field of a :class:`Decay`, or an :class:`OrderBy` key.
+    :class:`Where`.
     """
 
-    tenant_field: str = "user_id"
+    tenant_field: str = "user"
     keyword_fields: tuple[str, ...] = ()
     float_fields: tuple[str, ...] = ()
     integer_fields: tuple[str, ...] = ()
@@ -109,15 +90,6 @@ class CollectionSchema:
         return out
 
 
-#: The long-term memory collection (:mod:`langchain_tiered_memory.vectors`).
-MEMORY_SCHEMA = CollectionSchema(
-    tenant_field="user_id",
-    keyword_fields=("memory_type", "session_id"),
-    float_fields=("importance",),
-    datetime_fields=("created_at", "last_accessed"),
-)
-
-
 @dataclass(frozen=True)
 class Range:
     """Bounds on a float or datetime payload field; ``None`` leaves a side open."""
@@ -126,6 +98,14 @@ class Range:
     gt: float | datetime | None = None
     lte: float | datetime | None = None
     lt: float | datetime | None = None
+
+    def values(self) -> dict[str, float | datetime | None]:
+        """The four bounds by name."""
+        return {"gte": self.gte, "gt": self.gt, "lte": self.lte, "lt": self.lt}
+
+    def is_datetime(self) -> bool:
+        """Whether the bounds are datetimes (else numbers)."""
+        return any(isinstance(v, datetime) for v in self.values().values())
 
 
 @dataclass(frozen=True)
@@ -152,16 +132,11 @@ class Where:
 
 
 @dataclass(frozen=True)
-class OrderBy:
-    """Scroll order on an indexed float, integer or datetime field."""
-
-    field: str
-    descending: bool = False
-
-
-@dataclass(frozen=True)
 class PointData:
-    """A point to write: its id (a UUID string), dense vector, BM25 text and payload."""
+    """A point to write: its id (a UUID string), dense vector, BM25 text and payload.
+
+    The text is tokenised into the sparse vector and then dropped: it is not stored.
+    """
 
     id: str
     vector: Sequence[float]
@@ -185,75 +160,6 @@ class ScoredRecord:
     id: str
     score: float
     payload: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Decay:
-    """Effective importance: ``importance × rate^days``, days between ``now`` and the time field.
-
-    ``days`` is the absolute distance (Qdrant's decay functions are symmetric), so a time
-    in the future of ``now`` decays too; with a clock that only moves forward it never is.
-    """
-
-    now: datetime
-    rate: float
-    importance_field: str = "importance"
-    time_field: str = "last_accessed"
-
-    def __post_init__(self) -> None:
-        if self.now.tzinfo is None:
-            raise ValueError("Decay.now must be timezone-aware")
-        if not (0.0 <= self.rate <= 1.0) or math.isnan(self.rate):
-            raise ValueError(f"Decay.rate must be within [0, 1], got {self.rate!r}")
-
-    @property
-    def midpoint(self) -> float | None:
-        """The engine's decay midpoint per day; ``None`` when nothing decays (rate 1)."""
-        return None if self.rate >= 1.0 else max(self.rate, _MIN_RATE)
-
-    def days(self, when: datetime) -> float:
-        """Days between ``now`` and ``when``."""
-        return abs((self.now - when).total_seconds()) / SECONDS_PER_DAY
-
-    def factor(self, when: datetime) -> float:
-        """``rate^days``, as the engine computes it."""
-        midpoint = self.midpoint
-        return 1.0 if midpoint is None else math.exp(math.log(midpoint) * self.days(when))
-
-    def effective(self, importance: float, when: datetime) -> float:
-        """``importance × factor(when)``."""
-        return importance * self.factor(when)
-
-
-@dataclass(frozen=True)
-class HybridQuery:
-    """One hybrid recall; see the module docstring for the scoring.
-
-    Args:
-        vector: the query's dense embedding.
-        text: the query's text, tokenised for BM25 (an empty token set searches dense only).
-        where: filter applied to both candidate lists (always include the tenant).
-        limit: points returned.
-        candidates: points per candidate list before fusion.
-        min_relevance: drop fused points whose normalised relevance is below this.
-        decay: rank by relevance × effective importance; ``None`` ranks by relevance.
-        decay_weight: ``w`` of the formula, within [0, 1].
-    """
-
-    vector: Sequence[float]
-    text: str
-    where: Where
-    limit: int
-    candidates: int = 50
-    min_relevance: float = 0.0
-    decay: Decay | None = None
-    decay_weight: float = 0.5
-
-    def relevance_threshold(self) -> float | None:
-        """``min_relevance`` as a raw fused score, with float32 slack; ``None`` if off."""
-        if self.min_relevance <= 0.0:
-            return None
-        return self.min_relevance * rrf_max() * (1.0 - THRESHOLD_SLACK)
 
 
 @dataclass(frozen=True)
@@ -290,13 +196,13 @@ def mismatch_message(
     """The :class:`EmbeddingMismatchError` message for a collection, or None if usable."""
     if reindex_target is not None:
         return (
-            f"the vector collection at {location} has an unfinished reindex to "
+            f"the vector index at {location} has an unfinished reindex to "
             f"{reindex_target!r}; run memory.reindex() (or `tiered-memory reindex`) again "
             "to finish it: it resumes where it stopped"
         )
     if stored != expected:
         return (
-            f"the vector collection at {location} was built with embedding model "
+            f"the vector index at {location} was built with embedding model "
             f"{stored[0]!r} ({stored[1]}-d), but the embeddings in use are {expected[0]!r} "
             f"({expected[1]}-d); run memory.reindex() (or `tiered-memory reindex`) to "
             "rebuild the vectors with the new model, or pass the original embeddings"
@@ -304,101 +210,308 @@ def mismatch_message(
     return None
 
 
-@runtime_checkable
-class VectorBackend(Protocol):
-    """One collection of points in Qdrant (an embedded Edge shard or a server).
+def new_meta(model_id: str, dimension: int) -> dict[str, Any]:
+    """The model record of a new collection."""
+    return {
+        "format": META_FORMAT,
+        "created_by": "langchain-tiered-memory",
+        "model_id": model_id,
+        "dimension": dimension,
+        "vector": DENSE_VECTOR,
+        "vectors": {DENSE_VECTOR: dimension},
+        "target": None,
+    }
+
+
+class FilterBuilder(abc.ABC):
+    """The engine's filter constructors; :meth:`build` does the translation once for all."""
+
+    @abc.abstractmethod
+    def match(self, key: str, value: str | int | bool) -> Any:
+        """``key`` equals ``value``."""
+
+    @abc.abstractmethod
+    def match_any(self, key: str, values: list[Any]) -> Any:
+        """``key`` is one of ``values``."""
+
+    @abc.abstractmethod
+    def range(self, key: str, bounds: Range) -> Any:
+        """``key`` within ``bounds`` (datetimes as ISO strings, or numbers)."""
+
+    @abc.abstractmethod
+    def has_id(self, ids: list[str]) -> Any:
+        """The point is one of ``ids``."""
+
+    @abc.abstractmethod
+    def conjunction(self, must: list[Any], must_not: list[Any]) -> Any:
+        """All of ``must`` and none of ``must_not``."""
+
+    def build(self, where: Where | None) -> Any:
+        """The engine filter of ``where`` (``None`` when it matches everything)."""
+        if where is None or where.is_empty():
+            return None
+        must: list[Any] = [self.match(k, v) for k, v in where.equals.items()]
+        must_not: list[Any] = []
+        for key, values in where.any_of.items():
+            if not values:
+                raise VectorStoreError(f"Where.any_of[{key!r}] is empty: it would match nothing")
+            must.append(self.match_any(key, list(values)))
+        for key, values in where.none_of.items():
+            if values:
+                must_not.append(self.match_any(key, list(values)))
+        for key, bounds in where.ranges.items():
+            must.append(self.range(key, bounds))
+        if where.ids is not None:
+            must.append(self.has_id(list(where.ids)))
+        if where.exclude_ids:
+            must_not.append(self.has_id(list(where.exclude_ids)))
+        return self.conjunction(must, must_not)
+
+
+class BaseBackend(abc.ABC):
+    """One collection in Qdrant: the engine-independent half (see the module docs).
 
     ``dimension`` and ``model_id`` are those of the embeddings the caller uses now; the
     collection remembers the ones it was built with (:meth:`info`). While they differ,
     every call that reads or writes dense vectors raises
     :class:`~langchain_tiered_memory.errors.EmbeddingMismatchError`; payload calls
-    (retrieve, scroll, count, set_payload, delete) keep working, so data can still be
-    listed and forgotten. :func:`reindex_backend` rebuilds the vectors.
+    (retrieve, scroll, count, set_payload, delete) keep working, so records can still be
+    forgotten. :func:`reindex_backend` rebuilds the vectors.
     """
 
     kind: str
     dimension: int
     model_id: str
     schema: CollectionSchema
+    location: str
+    filters: FilterBuilder
+    _meta: dict[str, Any]
 
-    def info(self) -> BackendInfo:
-        """The stored model and dimension, the expected ones, and the point count."""
-        ...
+    def _init_model(self, dimension: int, model_id: str, schema: CollectionSchema) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise VectorStoreError(f"dimension must be a positive int, got {dimension!r}")
+        if not isinstance(model_id, str) or not model_id:
+            raise VectorStoreError(f"model_id must be a non-empty str, got {model_id!r}")
+        self.dimension = dimension
+        self.model_id = model_id
+        self.schema = schema
+        self._meta_lock = threading.Lock()
 
-    def upsert(self, points: Sequence[PointData]) -> None:
-        """Insert or replace points (vectors, BM25 text and payload) in one write."""
-        ...
+    # --- the engine's half --------------------------------------------------------------
 
+    @abc.abstractmethod
+    def _save_meta(self, meta: dict[str, Any]) -> None:
+        """Persist the model record."""
+
+    @abc.abstractmethod
+    def _add_vector(self, name: str, dimension: int) -> None:
+        """Add a named dense vector (cosine) to the collection."""
+
+    @abc.abstractmethod
+    def _drop_vector(self, name: str) -> None:
+        """Remove a named dense vector (no error if it is gone)."""
+
+    @abc.abstractmethod
+    def _write_points(self, points: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+        """Upsert ``(id, vectors by name, payload)``; ``vectors`` hold engine objects."""
+
+    @abc.abstractmethod
+    def _write_vectors(self, points: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Replace the named vectors of existing points."""
+
+    @abc.abstractmethod
+    def _sparse_vector(self, indices: list[int], values: list[float]) -> Any:
+        """The engine's sparse vector."""
+
+    @abc.abstractmethod
+    def _query(self, vector: Any, using: str, flt: Any, limit: int) -> list[ScoredRecord]:
+        """Nearest points to ``vector`` (dense list or sparse object) by vector ``using``."""
+
+    @abc.abstractmethod
+    def set_payload(self, updates: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge payload fields into several points."""
+
+    @abc.abstractmethod
     def retrieve(self, ids: Sequence[str], *, with_vectors: bool = False) -> list[Record]:
         """The stored points among ``ids`` (missing ids are skipped), in no set order."""
-        ...
 
+    @abc.abstractmethod
     def delete(self, ids: Sequence[str]) -> None:
         """Delete points by id; unknown ids are ignored."""
-        ...
 
+    @abc.abstractmethod
     def delete_where(self, where: Where) -> int:
         """Delete every point matching ``where``; returns how many there were."""
-        ...
 
+    @abc.abstractmethod
     def scroll(
-        self,
-        where: Where,
-        *,
-        limit: int,
-        offset: str | None = None,
-        order_by: OrderBy | None = None,
+        self, where: Where, *, limit: int, offset: str | None = None
     ) -> tuple[list[Record], str | None]:
-        """Up to ``limit`` points matching ``where`` and the id to continue from.
+        """Up to ``limit`` points matching ``where`` (by id) and the id to continue from."""
 
-        With ``order_by`` the points come sorted and the continuation is ``None``: ask for
-        ``offset + limit`` and slice.
-        """
-        ...
-
+    @abc.abstractmethod
     def count(self, where: Where | None = None) -> int:
         """Exact number of points matching ``where`` (all points for ``None``)."""
-        ...
 
-    def set_payload(self, updates: Mapping[str, Mapping[str, Any]]) -> None:
-        """Merge payload fields into several points in one batched write."""
-        ...
-
-    def nearest(self, vector: Sequence[float], where: Where, limit: int) -> list[ScoredRecord]:
-        """Dense nearest neighbours; the score is the cosine similarity."""
-        ...
-
-    def hybrid(self, query: HybridQuery) -> list[ScoredRecord]:
-        """Hybrid recall as specified in this module's docstring."""
-        ...
-
-    def weakest(self, where: Where, decay: Decay, limit: int) -> list[ScoredRecord]:
-        """The ``limit`` points with the lowest effective importance (score: that value)."""
-        ...
-
-    def begin_reindex(self) -> None:
-        """Record the current model as the reindex target (idempotent)."""
-        ...
-
-    def update_vectors(self, points: Sequence[PointData]) -> None:
-        """Write target-model vectors (payloads untouched but the model stamp)."""
-        ...
-
-    def finish_reindex(self) -> None:
-        """Make the target model the collection's model once every point has it."""
-        ...
-
-    def as_vectorstore(self, embeddings: Embeddings, **kwargs: Any) -> Any:
-        """A ``langchain_qdrant.QdrantVectorStore`` over this collection (server only)."""
-        ...
-
+    @abc.abstractmethod
     def flush(self) -> None:
         """Make every write durable."""
-        ...
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Release the collection (idempotent)."""
-        ...
+
+    @abc.abstractmethod
+    def _check_open(self) -> None:
+        """Raise if closed."""
+
+    # --- the model record ---------------------------------------------------------------
+
+    @property
+    def vector_name(self) -> str:
+        """The live dense vector's name."""
+        return str(self._meta["vector"])
+
+    def _problem(self) -> str | None:
+        target = self._meta.get("target")
+        return mismatch_message(
+            self.location,
+            (str(self._meta["model_id"]), int(self._meta["dimension"])),
+            (self.model_id, self.dimension),
+            target["model_id"] if target else None,
+        )
+
+    def info(self) -> BackendInfo:
+        """Stored and expected model and dimension, and the number of points."""
+        self._check_open()
+        target = self._meta.get("target")
+        return BackendInfo(
+            kind=self.kind,
+            location=self.location,
+            dimension=int(self._meta["dimension"]),
+            model_id=str(self._meta["model_id"]),
+            expected_dimension=self.dimension,
+            expected_model_id=self.model_id,
+            vector_name=self.vector_name,
+            points=self.count(),
+            reindex_target=target["model_id"] if target else None,
+        )
+
+    def _require_vectors(self) -> None:
+        self._check_open()
+        problem = self._problem()
+        if problem is not None:
+            raise EmbeddingMismatchError(problem)
+
+    def _adopt_if_empty(self) -> None:
+        # A collection with no points has no vectors to rebuild: switching models costs
+        # nothing, so do it rather than demand a reindex of nothing.
+        if self._problem() is not None and self.count() == 0:
+            self.begin_reindex()
+            self.finish_reindex()
+
+    # --- writes and reads ---------------------------------------------------------------
+
+    def _vectors(self, name: str, point: PointData) -> dict[str, Any]:
+        indices, values = bm25_document(point.text)
+        return {
+            name: check_vector(point.vector, self.dimension),
+            SPARSE_VECTOR: self._sparse_vector(indices, values),
+        }
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        """Insert or replace points in one write; each is stamped with the model id."""
+        if not points:
+            return
+        self._require_vectors()
+        self._write_points(
+            [(p.id, self._vectors(self.vector_name, p), {**p.payload, MODEL_FIELD: self.model_id})
+             for p in points]
+        )
+
+    def dense(self, vector: Sequence[float], where: Where, limit: int) -> list[ScoredRecord]:
+        """Dense nearest neighbours; the score is the cosine similarity."""
+        self._require_vectors()
+        return self._query(check_vector(vector, self.dimension), self.vector_name, self.filters.build(where), limit)
+
+    def sparse(self, text: str, where: Where, limit: int) -> list[ScoredRecord]:
+        """BM25 best matches of ``text``; the score is BM25 (term weights × IDF)."""
+        self._check_open()
+        indices, values = bm25_query(text)
+        if not indices:
+            return []
+        return self._query(self._sparse_vector(indices, values), SPARSE_VECTOR, self.filters.build(where), limit)
+
+    # --- reindex ------------------------------------------------------------------------
+
+    def begin_reindex(self) -> None:
+        """Record the embeddings in use as the target; add a vector if the width changes."""
+        self._check_open()
+        with self._meta_lock:
+            meta = dict(self._meta)
+            target = meta.get("target")
+            want = (self.model_id, self.dimension)
+            if target and (target["model_id"], target["dimension"]) == want:
+                return
+            if not target and (meta["model_id"], meta["dimension"]) == want:
+                return
+            vectors = dict(meta["vectors"])
+            if self.dimension == meta["dimension"]:
+                name = meta["vector"]
+            else:
+                name = f"{DENSE_VECTOR}_{self.dimension}"
+                if vectors.get(name) != self.dimension:
+                    self._add_vector(name, self.dimension)
+                    vectors[name] = self.dimension
+            meta["vectors"] = vectors
+            meta["target"] = {"model_id": self.model_id, "dimension": self.dimension, "vector": name}
+            self._save_meta(meta)
+            self._meta = meta
+
+    def update_vectors(self, points: Sequence[PointData]) -> None:
+        """Write the target model's vectors of existing points and stamp them."""
+        self._check_open()
+        target = self._meta.get("target")
+        if not target or target["model_id"] != self.model_id:
+            raise VectorStoreError("update_vectors() is for a reindex: call begin_reindex() first")
+        if not points:
+            return
+        self._write_vectors([(p.id, self._vectors(target["vector"], p)) for p in points])
+        # Stamped after the vectors: a crash in between redoes these points, never skips them.
+        self.set_payload({p.id: {MODEL_FIELD: self.model_id} for p in points})
+
+    def finish_reindex(self) -> None:
+        """Switch the collection to the target model once no point lacks its vectors."""
+        self._check_open()
+        with self._meta_lock:
+            meta = dict(self._meta)
+            target = meta.get("target")
+            if not target:
+                return
+            left = self.count(Where(none_of={MODEL_FIELD: [target["model_id"]]}))
+            if left:
+                raise VectorStoreError(
+                    f"{left} points of {self.location} still lack vectors of {target['model_id']!r}; "
+                    "run the reindex again"
+                )
+            for name in meta["vectors"]:
+                if name != target["vector"]:
+                    self._drop_vector(name)
+            meta.update(
+                model_id=target["model_id"],
+                dimension=target["dimension"],
+                vector=target["vector"],
+                vectors={target["vector"]: target["dimension"]},
+                target=None,
+            )
+            self._save_meta(meta)
+            self._meta = meta
+
+    def __enter__(self) -> BaseBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # --- BM25 --------------------------------------------------------------------------------
@@ -467,20 +580,20 @@ def check_vector(vector: Sequence[float], dimension: int) -> list[float]:
 
 
 def reindex_backend(
-    backend: VectorBackend,
+    backend: BaseBackend,
     embed: Callable[[list[str]], list[list[float]]],
-    text_of: Callable[[Mapping[str, Any]], str],
+    texts: Callable[[list[str]], dict[str, str]],
     *,
     progress: Callable[[int, int], None] | None = None,
     batch_size: int = 128,
 ) -> int:
     """Re-embed every point of ``backend`` whose vector is not from its current model.
 
-    ``embed`` embeds a batch of texts with the current model; ``text_of`` gives a point's
-    text from its payload (the same text is indexed for BM25). Points are stamped with
-    the model as their new vectors are written, so an interrupted run that is started
-    again skips the points it had done. ``progress(done, total)`` is called before the
-    first batch and after each. Returns the number of points re-embedded by this call.
+    ``embed`` embeds a batch of texts with the current model; ``texts`` gives the points'
+    texts by id, from their owner (a point whose record is gone is deleted). Points are
+    stamped with the model as their new vectors are written, so an interrupted run that is
+    started again skips the points it had done. ``progress(done, total)`` is called before
+    the first batch and after each. Returns the number of points re-embedded by this call.
     """
     backend.begin_reindex()
     pending = Where(none_of={MODEL_FIELD: [backend.model_id]})
@@ -499,16 +612,16 @@ def reindex_backend(
             # A backend that does not stamp would loop here forever.
             raise VectorStoreError("reindex made no progress: re-embedded points are still pending")
         previous = ids
-        texts = [text_of(r.payload) for r in records]
-        vectors = embed(texts)
-        if len(vectors) != len(records):
-            raise VectorStoreError(
-                f"the embeddings returned {len(vectors)} vectors for {len(records)} texts"
-            )
-        backend.update_vectors(
-            [PointData(r.id, v, t) for r, v, t in zip(records, vectors, texts)]
-        )
-        rebuilt += len(records)
+        found = texts([r.id for r in records])
+        orphans = [r.id for r in records if r.id not in found]
+        if orphans:
+            backend.delete(orphans)
+        live = [r for r in records if r.id in found]
+        vectors = embed([found[r.id] for r in live]) if live else []
+        if len(vectors) != len(live):
+            raise VectorStoreError(f"the embeddings returned {len(vectors)} vectors for {len(live)} texts")
+        backend.update_vectors([PointData(r.id, v, found[r.id]) for r, v in zip(live, vectors)])
+        rebuilt += len(live)
         done += len(records)
         if progress is not None:
             progress(min(done, total), total)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
+from ..entries import check_id
+
 if TYPE_CHECKING:
-    from ..manager import TieredMemory
+    from ..memory import TieredMemory
 
 
 class TieredChatMessageHistory(BaseChatMessageHistory):
@@ -29,10 +31,8 @@ class TieredChatMessageHistory(BaseChatMessageHistory):
     """
 
     def __init__(self, memory: TieredMemory, user_id: str, thread_id: str) -> None:
-        from ..manager import _check_id
-
-        _check_id("user_id", user_id)
-        _check_id("thread_id", thread_id)
+        check_id("user_id", user_id)
+        check_id("thread_id", thread_id)
         self.memory = memory
         self.user_id = user_id
         self.thread_id = thread_id

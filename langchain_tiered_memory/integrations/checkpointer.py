@@ -11,8 +11,8 @@ written here opens with a plain ``SqliteSaver`` too). ``memory.forget(thread_id=
 - :class:`AsyncTieredCheckpointSaver` (``memory.async_checkpointer``) is ``AsyncSqliteSaver``
   whose ``aiosqlite`` connection opens on first use inside the running event loop.
 
-Both connections come from :class:`~langchain_tiered_memory.storage.Storage`, the only
-module that opens the database; ``TieredMemory.close()`` closes them.
+Both connections come from ``memory.storage`` (the only package that opens the database);
+``TieredMemory.close()`` closes them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     import aiosqlite
 
-    from ..storage import Storage
+    from ..memory import TieredMemory
 
 logger = logging.getLogger("langchain_tiered_memory")
 
@@ -63,12 +63,12 @@ class TieredCheckpointSaver(SqliteSaver):
     run the sync ones in a worker thread, so ``ainvoke``/``astream`` graphs can use it too.
 
     Args:
-        storage: The memory's storage; the saver gets its own connection from it.
+        memory: The memory; the saver gets its own connection to its database.
         serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
     """
 
-    def __init__(self, storage: Storage, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(storage.connect(), serde=serde)
+    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(memory.storage.connect(), serde=serde)
         # An Event, not a bool: ``with_allowlist`` clones share it with the original.
         self._closed = threading.Event()
 
@@ -182,15 +182,15 @@ class AsyncTieredCheckpointSaver(AsyncSqliteSaver):
     runs; sync graphs should use ``memory.checkpointer``.
 
     Args:
-        storage: The memory's storage; the saver gets its own connection from it.
+        memory: The memory; the saver gets its own connection to its database.
         serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
     """
 
-    def __init__(self, storage: Storage, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
         # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.jsonplus_serde = JsonPlusSerializer()
-        self._storage = storage
+        self._storage = memory.storage
         self._state = _AsyncState()
 
     # AsyncSqliteSaver reads these as attributes; here they live in the shared state.

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from ..entries import check_id
 from ..errors import ConfigError, InvalidInputError, InvalidMessageError
 
 if TYPE_CHECKING:
-    from ..manager import TieredMemory
+    from ..memory import TieredMemory
 
 _CONFIG_EXAMPLE = 'config={"configurable": {"user_id": ..., "thread_id": ...}}'
 
@@ -60,11 +61,9 @@ def ids_from_config(config: RunnableConfig | Mapping[str, Any] | None) -> tuple[
             f"to know whose thread this is; invoke the graph with {_CONFIG_EXAMPLE} "
             "(thread_id is also LangGraph's checkpoint thread)"
         )
-    from ..manager import _check_id
-
     user_id, thread_id = configurable["user_id"], configurable["thread_id"]
-    _check_id("user_id", user_id)
-    _check_id("thread_id", thread_id)
+    check_id("user_id", user_id)
+    check_id("thread_id", thread_id)
     return user_id, thread_id
 
 

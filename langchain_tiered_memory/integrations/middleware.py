@@ -48,7 +48,7 @@ from .hooks import (
 )
 
 if TYPE_CHECKING:
-    from ..manager import TieredMemory
+    from ..memory import TieredMemory
 
 
 class TieredMemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]

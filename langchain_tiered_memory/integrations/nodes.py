@@ -41,7 +41,7 @@ from typing_extensions import NotRequired, TypedDict
 from .hooks import ids_from_config, model_input, record_new, state_messages, turn_complete
 
 if TYPE_CHECKING:
-    from ..manager import TieredMemory
+    from ..memory import TieredMemory
 
 #: The state key the recall node writes.
 MEMORY_CONTEXT = "memory_context"

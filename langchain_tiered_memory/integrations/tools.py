@@ -20,11 +20,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import Field
 
+from ..entries import check_id
 from ..errors import ConfigError, InvalidInputError
 from .hooks import _CONFIG_EXAMPLE
 
 if TYPE_CHECKING:
-    from ..manager import TieredMemory
+    from ..memory import TieredMemory
 
 MemoryKind = Literal["fact", "preference", "experience", "instruction"]
 
@@ -38,9 +39,7 @@ def _user(config: RunnableConfig | None) -> tuple[str, str | None]:
             "user_id missing from config['configurable']: the memory tools act for the run's "
             f"user; invoke the agent with {_CONFIG_EXAMPLE}"
         )
-    from ..manager import _check_id
-
-    _check_id("user_id", user_id)
+    check_id("user_id", user_id)
     thread_id = configurable.get("thread_id")
     return user_id, thread_id if isinstance(thread_id, str) and thread_id.strip() else None
 

@@ -1,11 +1,16 @@
 """The job journal's runner: work that needs an LLM or an embedding, done after the turn.
 
-A job is a row in SQLite, written in the same transaction as the messages it is about, so
-a crash between the two cannot happen. A worker leases a job, runs its handler and marks it
-done when the handler's results are committed; a failure goes back to pending with an
-exponential backoff, and after ``max_attempts`` the job is marked failed with its reason.
-Handlers are idempotent (a job run twice changes nothing), so a lease that runs out, or a
-process killed mid-job, only means the work is done again, once.
+A job is a row of the journal, written in the same transaction as the messages it is
+about, so a crash between the two cannot happen. A worker leases a job (an attempt is
+counted when it is claimed), runs its handler and marks it done when the handler's results
+are committed; a failure goes back to pending with an exponential backoff, and after
+``max_attempts`` the job is marked failed with its reason — also when every attempt killed
+its process. Handlers are idempotent (a job run twice changes nothing), so a lease that runs
+out, or a process killed mid-job, only means the work is done again, once.
+
+Besides jobs, the worker runs the memory's periodic upkeep (:attr:`JobRunner.upkeep`):
+indexing the records that wait for their vector point, finishing journaled forgets, closing
+idle sessions. ``flush`` waits for both.
 
 Two modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
 visible when ``after_turn`` returns), ``background`` in one worker thread per memory.
@@ -22,13 +27,15 @@ import uuid
 from collections.abc import Callable
 from typing import Literal
 
-from .errors import MemoryClosedError
-from .storage import JobRow, Storage
+from ..errors import MemoryClosedError
+from ..storage import JobRow, Storage
 
 logger = logging.getLogger("langchain_tiered_memory")
 
 Handler = Callable[[JobRow, str], None]
 _POLL_SECONDS = 1.0
+# Upkeep that makes no progress this long ends a flush (the error is logged).
+_STALLED_SECONDS = 10.0
 # How often the background worker runs the periodic check (idle sessions).
 _PERIODIC_SECONDS = 30.0
 
@@ -46,9 +53,16 @@ class JobRunner:
         backoff_seconds: float,
         lease_seconds: float,
         periodic: Callable[[], None] | None = None,
+        upkeep: Callable[[], int] | None = None,
+        backlog: Callable[[], int] | None = None,
     ) -> None:
         self._storage = storage
         self._periodic = periodic
+        #: Work besides jobs, run after each batch of jobs; returns how much it did (and
+        #: ``flush`` waits until it does nothing more).
+        self.upkeep = upkeep
+        #: How much upkeep is left that this process can do (0: none).
+        self.backlog = backlog or (lambda: 0)
         self._last_periodic = time.monotonic()
         self._handlers = handlers
         self.mode = mode
@@ -81,28 +95,51 @@ class JobRunner:
         # One runner at a time per memory: inline callers in several threads take turns.
         with self._run_lock:
             while not self._stop.is_set():
-                job = self._storage.claim_job(self.worker_id, self._lease)
+                job = self._storage.jobs.claim(self.worker_id, self._lease, max_attempts=self._max_attempts)
                 if job is None:
                     break
                 self._run(job)
                 ran += 1
+            if self.upkeep is not None and not self._stop.is_set():
+                ran += self._upkeep()
         return ran
 
+    def _upkeep(self) -> int:
+        assert self.upkeep is not None
+        try:
+            return self.upkeep()
+        except MemoryClosedError:
+            raise
+        except Exception as exc:  # the index or the embedder failed: retried on the next run
+            logger.warning("memory upkeep failed (retried later): %s", exc)
+            return 0
+
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until no job is pending or running; ``False`` if ``timeout`` ran out first.
+        """Wait until no job is pending or running and the upkeep this process can do is
+        done; ``False`` if ``timeout`` ran out first, or the upkeep stopped making progress
+        (its failure is logged).
 
         Jobs waiting for a retry are waited for; failed jobs are not.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        last, since = -1, time.monotonic()
         while True:
             if self.mode == "inline":
                 self.run_due()
             else:
                 self._wake.set()
-            due = self._storage.next_due()
-            if due is None:
-                return True
+            due = self._storage.jobs.next_due()
             now = time.monotonic()
+            if due is None:
+                left = self.backlog()
+                if left == 0:
+                    return True
+                if left != last:
+                    last, since = left, now
+                elif now - since > _STALLED_SECONDS:
+                    logger.warning("flush: %d records still wait for the index after %.0f s", left, now - since)
+                    return False
+                due = time.time()
             if deadline is not None and now >= deadline:
                 return False
             wait = max(0.0, due - time.time()) if self.mode == "inline" else 0.02
@@ -131,11 +168,11 @@ class JobRunner:
             reason = f"{type(exc).__name__}: {exc}"
             if job.attempts >= self._max_attempts:
                 logger.warning("job %s failed for good after %d attempts: %s", job.key, job.attempts, reason)
-                self._storage.fail_job(job.id, self.worker_id, reason, None)
+                self._storage.jobs.fail(job.id, self.worker_id, reason, None)
             else:
                 delay = self._backoff * 2 ** (job.attempts - 1)
                 logger.info("job %s failed (attempt %d), retry in %.1f s: %s", job.key, job.attempts, delay, reason)
-                self._storage.fail_job(job.id, self.worker_id, reason, time.time() + delay)
+                self._storage.jobs.fail(job.id, self.worker_id, reason, time.time() + delay)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -150,7 +187,7 @@ class JobRunner:
                 logger.exception("job worker error")
             due = None
             try:
-                due = self._storage.next_due()
+                due = self._storage.jobs.next_due()
             except MemoryClosedError:
                 return
             except Exception:  # pragma: no cover
@@ -163,11 +200,11 @@ class JobRunner:
         """Jobs leased by a process of this host that no longer runs are due at once."""
         host = socket.gethostname()
         dead = []
-        for worker in self._storage.running_workers():
+        for worker in self._storage.jobs.running_workers():
             parts = worker.split(":")
             if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
                 dead.append(worker)
-        if dead and self._storage.release_leases(dead):
+        if dead and self._storage.jobs.release(dead):
             logger.info("resuming jobs of %d stopped worker(s)", len(dead))
 
 

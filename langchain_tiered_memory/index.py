@@ -1,0 +1,437 @@
+"""The recall index: one Qdrant collection of points over the records the database owns.
+
+Every searchable unit — a long-term memory (grain ``fact``), an episode (``session``), a
+turn or a window of turns — is a point: its id (the record's), a dense embedding and a BM25
+vector of its text, and the few fields recall filters on (an opaque tenant key derived from
+the user id, the grain, the time it was said, whether it is current, a memory's type and
+importance). No text and no user id is stored in Qdrant, so the index can be deleted and
+rebuilt from ``memory.db`` at any time, and a forgotten record leaves nothing readable in it.
+
+Records are written to the database first with ``indexed = 0``; :meth:`RecallIndex.sync`
+(run by whoever holds the index: after a write, by the job worker, in ``flush``) embeds
+them in batches, writes their points and marks them. Opening an index that is missing or
+behind its records resets the marks, so it catches up. Several processes share one
+directory: only the one holding the Edge shard runs the index; the others store records
+and leave the indexing to it (:attr:`RecallIndex.unavailable` says why), or all of them
+use a Qdrant server (``qdrant_url=``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from .backends.base import BaseBackend, CollectionSchema, PointData, Range, ScoredRecord, Where, reindex_backend
+from .errors import EmbeddingError, ShardLockedError, TieredMemoryError, VectorStoreError
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from .storage import Storage, Unit
+
+logger = logging.getLogger("langchain_tiered_memory")
+
+__all__ = [
+    "COLLECTION",
+    "GRAINS",
+    "RECALL_SCHEMA",
+    "Candidate",
+    "RecallIndex",
+    "UnitSource",
+    "tenant_key",
+]
+
+#: The grains of recall, finest last.
+GRAINS: tuple[str, ...] = ("fact", "session", "window", "turn")
+#: The collection's name (an Edge shard in ``data_dir/qdrant/recall``, or on the server).
+COLLECTION = "recall"
+RECALL_SCHEMA = CollectionSchema(
+    tenant_field="user",
+    keyword_fields=("grain", "memory_type"),
+    float_fields=("importance",),
+    integer_fields=("current",),
+    datetime_fields=("at",),
+)
+#: Records indexed per batch (one embedding call, one write).
+BATCH = 128
+#: A locked shard is tried again after this many seconds (the holder may have closed it).
+RETRY_LOCKED_S = 2.0
+
+
+def tenant_key(user_id: str) -> str:
+    """The opaque key a user's points carry instead of their id (BLAKE2b, 128 bits)."""
+    return hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit the index found for a query: its id, grain, and each leg's score.
+
+    ``dense`` is the cosine similarity, ``sparse`` the BM25 score (``None``: no term in
+    common, or not among the sparse candidates).
+    """
+
+    id: str
+    grain: str
+    dense: float | None
+    sparse: float | None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class UnitSource(Protocol):
+    """A family of records that the index holds points for (memories, episodes, turns)."""
+
+    grains: tuple[str, ...]
+
+    def pending(self, limit: int) -> Sequence[Unit]:
+        """Records whose point is not written yet, as units to index."""
+
+    def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
+        """The points of ``units`` were written (with these vectors): mark the records."""
+
+    def reset(self) -> int:
+        """Mark every record unindexed (the index is rebuilt); how many there are."""
+
+    def indexed_count(self) -> int:
+        """How many records have their point written."""
+
+    def texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The indexed text of the records among ``ids`` that exist, by id."""
+
+
+class RecallIndex:
+    """The recall collection of one memory (see the module docs).
+
+    Args:
+        data_dir: where the Edge shard lives (``qdrant/recall``) in embedded mode.
+        storage: the relational store (for the forget journal and catch-up counts).
+        embeddings: returns the embeddings in use (called when first needed: loading the
+            model is slow, and a memory that never recalls never pays it).
+        url, api_key, client: a Qdrant server (or a qdrant-client) instead of Edge.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        storage: Storage,
+        embeddings: Callable[[], Embeddings],
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        client: Any = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self._storage = storage
+        self._embeddings = embeddings
+        self._server = {"url": url, "api_key": api_key, "client": client}
+        self._backend: BaseBackend | None = None
+        self._lock = threading.RLock()
+        self._write_lock = threading.Lock()
+        self._sources: list[UnitSource] = []
+        self._locked_reason: str | None = None
+        self._locked_at = 0.0
+        self._closed = False
+
+    def add_source(self, source: UnitSource) -> None:
+        """Register a family of records to index."""
+        self._sources.append(source)
+
+    @property
+    def server(self) -> bool:
+        """Whether the index is on a Qdrant server (``qdrant_url=``/``qdrant_client=``)."""
+        return self._server["url"] is not None or self._server["client"] is not None
+
+    @property
+    def path(self) -> Path:
+        """The Edge shard's directory (embedded mode)."""
+        return self.data_dir / "qdrant" / COLLECTION
+
+    def exists(self) -> bool:
+        """Whether there is an index to open (always, on a server)."""
+        return self.server or self.path.is_dir()
+
+    # --- opening ------------------------------------------------------------------------
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why this process cannot use the index now (another holds the shard), or ``None``."""
+        return self._locked_reason if self._backend is None else None
+
+    def available(self) -> bool:
+        """Whether this process holds the index (opening it, or retrying a locked shard)."""
+        try:
+            self.backend()
+        except ShardLockedError:
+            return False
+        return True
+
+    def backend(self) -> BaseBackend:
+        """The open collection; raises :class:`ShardLockedError` while another process holds
+        the shard (retried every few seconds)."""
+        with self._lock:
+            if self._closed:
+                raise VectorStoreError("this memory's index is closed; open a new TieredMemory")
+            if self._backend is not None:
+                return self._backend
+            if self._locked_reason is not None and time.monotonic() - self._locked_at < RETRY_LOCKED_S:
+                raise ShardLockedError(self._locked_reason)
+            from .backends import open_backend
+            from .embeddings import embedding_model_id
+
+            embeddings = self._embeddings()
+            try:
+                backend = open_backend(
+                    self.data_dir, COLLECTION, dimension=embedding_dimension(embeddings),
+                    model_id=embedding_model_id(embeddings), schema=RECALL_SCHEMA, **self._server,
+                )
+            except ShardLockedError as exc:
+                self._locked_reason, self._locked_at = str(exc), time.monotonic()
+                raise
+            self._locked_reason = None
+            self._backend = backend
+            self._catch_up(backend)
+            return backend
+
+    def _catch_up(self, backend: BaseBackend) -> None:
+        """Rebuild from the records if the index lost points, and finish pending forgets."""
+        expected = sum(s.indexed_count() for s in self._sources)
+        points = backend.count()
+        if points < expected or (getattr(backend, "created", False) and expected):
+            logger.warning(
+                "the vector index at %s holds %d points for %d indexed records of %s: "
+                "rebuilding it from the database",
+                backend.location, points, expected, self._storage.location,
+            )
+            for source in self._sources:
+                source.reset()
+        self.resume_forgets()
+
+    def close(self) -> None:
+        """Release the collection (the shard goes when its last user in this process closes)."""
+        with self._lock:
+            self._closed = True
+            backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+    # --- writing ------------------------------------------------------------------------
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Unit vectors of ``texts`` with the embeddings in use."""
+        if not texts:
+            return []
+        try:
+            vectors = self._embeddings().embed_documents(texts)
+        except TieredMemoryError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"the embeddings failed: {exc}") from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"the embeddings returned {len(vectors)} vectors for {len(texts)} texts")
+        return [unit_vector(v) for v in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        """The unit vector of a query."""
+        try:
+            return unit_vector(self._embeddings().embed_query(text))
+        except TieredMemoryError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"the embeddings failed: {exc}") from exc
+
+    def write(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
+        """Write the points of ``units`` (embedded as ``vectors``)."""
+        if units:
+            self.backend().upsert([PointData(u.id, v, u.text, point_payload(u)) for u, v in zip(units, vectors)])
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete points (of records deleted or merged away)."""
+        if ids:
+            self.backend().delete(list(ids))
+
+    def sync(self, limit: int | None = None) -> int:
+        """Index the records that wait for their point; how many were indexed.
+
+        Does nothing (returns 0) while another process holds the shard.
+        """
+        if not self._sources or not self.available():
+            return 0
+        done = 0
+        with self._write_lock:
+            for source in self._sources:
+                while limit is None or done < limit:
+                    units = list(source.pending(BATCH if limit is None else min(BATCH, limit - done)))
+                    if not units:
+                        break
+                    vectors = self.embed_documents([u.text for u in units])
+                    self.write(units, vectors)
+                    source.indexed(units, vectors)
+                    done += len(units)
+        return done
+
+    def pending(self) -> int:
+        """Records waiting for their point."""
+        return self._storage.unindexed_count()
+
+    def resume_forgets(self) -> int:
+        """Delete the points of journaled forgets; how many ops finished."""
+        ops = self._storage.forgetting.pending()
+        if not ops:
+            return 0
+        backend = self.backend()
+        for op in ops:
+            user = op.scope.get("user")
+            if isinstance(user, str):
+                backend.delete_where(Where(equals={"user": tenant_key(user)}))
+            if op.point_ids:
+                backend.delete(op.point_ids)
+            backend.flush()
+            self._storage.forgetting.finish(op.id)
+        return len(ops)
+
+    # --- reading ------------------------------------------------------------------------
+
+    def candidates(
+        self,
+        user_id: str,
+        query: str,
+        vector: Sequence[float],
+        *,
+        grains: Iterable[str],
+        limit: int,
+        memory_types: Sequence[str] | None = None,
+        min_importance: float | None = None,
+        current_only: bool = True,
+        since: Any = None,
+        until: Any = None,
+    ) -> list[Candidate]:
+        """The user's units best matching ``query`` by either leg, with both legs' scores.
+
+        A unit found by BM25 alone gets its cosine computed from its stored vector, so every
+        candidate has a dense score to fuse.
+        """
+        backend = self.backend()
+        where = self.where(user_id, grains, memory_types, min_importance, current_only, since, until)
+        dense = backend.dense(vector, where, limit)
+        sparse = backend.sparse(query, where, limit)
+        by_id: dict[str, Candidate] = {h.id: _candidate(h, h.score, None) for h in dense}
+        missing = []
+        for h in sparse:
+            if h.id in by_id:
+                c = by_id[h.id]
+                by_id[h.id] = Candidate(c.id, c.grain, c.dense, h.score, c.payload)
+            else:
+                by_id[h.id] = _candidate(h, None, h.score)
+                missing.append(h.id)
+        if missing:
+            q = np.asarray(vector, dtype=np.float32)
+            for record in backend.retrieve(missing, with_vectors=True):
+                if record.vector:
+                    v = np.asarray(record.vector, dtype=np.float32)
+                    c = by_id[record.id]
+                    cos = float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q) or 1.0))
+                    by_id[record.id] = Candidate(c.id, c.grain, cos, c.sparse, c.payload)
+        return list(by_id.values())
+
+    def nearest(self, user_id: str, vector: Sequence[float], grain: str, limit: int) -> list[ScoredRecord]:
+        """The user's units of ``grain`` nearest ``vector`` by cosine (current ones only)."""
+        return self.backend().dense(vector, self.where(user_id, [grain]), limit)
+
+    @staticmethod
+    def where(
+        user_id: str,
+        grains: Iterable[str],
+        memory_types: Sequence[str] | None = None,
+        min_importance: float | None = None,
+        current_only: bool = True,
+        since: Any = None,
+        until: Any = None,
+    ) -> Where:
+        """The filter of a user's units of some grains."""
+        equals: dict[str, Any] = {"user": tenant_key(user_id)}
+        if current_only:
+            equals["current"] = 1
+        any_of: dict[str, list[str]] = {"grain": list(grains)}
+        if memory_types:
+            any_of["memory_type"] = list(memory_types)
+        ranges: dict[str, Range] = {}
+        if min_importance is not None:
+            ranges["importance"] = Range(gte=min_importance)
+        if since is not None or until is not None:
+            ranges["at"] = Range(gte=since, lte=until)
+        return Where(equals=equals, any_of=any_of, ranges=ranges)
+
+    # --- rebuilding ---------------------------------------------------------------------
+
+    def count(self) -> int:
+        """Points in the index."""
+        return self.backend().count()
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every vector with the embeddings in use (after a model change), from the
+        records' text. Resumable: a second run skips what the first finished. Records never
+        indexed are indexed after. Returns the points re-embedded, by source name."""
+        backend = self.backend()
+        counts = {getattr(s, "name", type(s).__name__): 0 for s in self._sources}
+
+        def texts(ids: list[str]) -> dict[str, str]:
+            out: dict[str, str] = {}
+            for source in self._sources:
+                found = source.texts(ids)
+                counts[getattr(source, "name", type(source).__name__)] += len(found)
+                out.update(found)
+            return out
+
+        with self._write_lock:
+            reindex_backend(backend, self.embed_documents, texts, progress=progress)
+        self.sync()
+        return counts
+
+
+def _candidate(hit: ScoredRecord, dense: float | None, sparse: float | None) -> Candidate:
+    return Candidate(hit.id, str(hit.payload.get("grain", "")), dense, sparse, hit.payload)
+
+
+def point_payload(unit: Unit) -> dict[str, Any]:
+    """What a unit's point carries: the tenant key, grain, time, and its filter fields."""
+    return {"user": tenant_key(unit.user_id), "grain": unit.grain, "at": unit.at, **unit.fields}
+
+
+def unit_vector(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1, checked to be finite and non-zero."""
+    try:
+        arr = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"the embeddings returned something that is not a vector: {exc}") from None
+    if arr.ndim != 1 or not arr.size:
+        raise EmbeddingError("the embeddings returned an empty or nested vector")
+    norm = float(np.linalg.norm(arr))
+    if not np.isfinite(norm):
+        raise EmbeddingError("the embeddings returned NaN or infinite values")
+    if norm == 0.0:
+        raise EmbeddingError("the embeddings returned a zero vector, which has no direction")
+    return (arr / norm).tolist()
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """The width of ``embeddings``' vectors: its ``dimension`` attribute, else one probe."""
+    value = getattr(embeddings, "dimension", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    try:
+        probe = embeddings.embed_query("dimension probe")
+    except TieredMemoryError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"the embeddings failed on a probe text: {exc}") from exc
+    if not probe:
+        raise EmbeddingError("the embeddings returned an empty vector")
+    return len(probe)

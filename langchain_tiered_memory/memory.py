@@ -1,0 +1,740 @@
+"""``TieredMemory``: the one object agent code holds — a thin facade over the layers.
+
+It owns the relational store and the recall index of one memory and wires the layers
+(window and turn assembly, summary, entities, long-term facts, episodes, generic items),
+the job runner and forgetting. Every public method validates its arguments here and
+delegates; adapters (LangGraph store, checkpointer, hooks, chat history) build on these
+public methods and register themselves (:func:`register_adapter`), so this module imports
+none of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from .config import MemoryConfig
+from .context import MemoryContext
+from .entities import Entity, EntityLayer, name_key
+from .entries import MemoryEntry, check_id, check_memory_id
+from .episodes import EpisodeHit, EpisodeLayer, episode_id
+from .errors import (
+    ConfigError,
+    CorruptDatabaseError,
+    InvalidInputError,
+    MemoryClosedError,
+    ThreadOwnershipError,
+)
+from .facts import FactLayer
+from .forgetting import Forgetter
+from .index import RecallIndex
+from .items import Items
+from .jobs import JobHandlers, JobRunner
+from .storage import Storage
+from .storage.rows import MemoryRow, ThreadRow
+from .summary import SummaryLayer
+from .tokens import TokenCounter, TokenCounterLike, make_counter
+from .turn import TurnResult, Turns
+from .views import MemoryStats, SearchResults
+
+if TYPE_CHECKING:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
+
+    from .extraction import Extractor
+
+logger = logging.getLogger("langchain_tiered_memory")
+
+__all__ = ["ThreadInfo", "TieredMemory", "TurnResult", "register_adapter"]
+
+# name -> factory(memory, *args): the adapters, registered by ``integrations``.
+_ADAPTERS: dict[str, Callable[..., Any]] = {}
+
+
+def register_adapter(name: str, factory: Callable[..., Any]) -> None:
+    """Make ``factory(memory)`` what ``memory.<name>`` returns (``store``, ``checkpointer``, …).
+
+    Adapters register themselves when ``langchain_tiered_memory.integrations`` is imported
+    (the package does it), so the facade never imports them.
+    """
+    _ADAPTERS[name] = factory
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """A thread of a user, as listed by :meth:`TieredMemory.threads`."""
+
+    thread_id: str
+    user_id: str
+    messages: int
+    created_at: str
+    updated_at: str
+
+
+class TieredMemory:
+    """Layered memory for LangChain and LangGraph agents, stored under one directory.
+
+    Args:
+        data_dir: Directory of the memory; ``memory.db`` (the owner of every record) and
+            the vector index (``qdrant/``) are created in it.
+        config: Budgets and forgetting parameters (a :class:`MemoryConfig` or a dict).
+        model: Chat model for the layers that need an LLM (summary, extraction). Without
+            one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead.
+        embeddings: Embeddings for recall (default: all-MiniLM-L6-v2 int8, offline).
+        token_counter: A chat model or a callable over a list of messages, to count tokens
+            instead of tiktoken ``cl100k_base``.
+        qdrant_url, qdrant_api_key: Keep the vector index on a Qdrant server or cluster
+            instead of the embedded Qdrant Edge shard under ``data_dir`` (several processes
+            can then recall at once).
+        qdrant_client: A ``qdrant_client.QdrantClient`` to use instead of ``qdrant_url``.
+
+    Use it as a context manager, or call :meth:`close` when done.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path = "./memory",
+        config: MemoryConfig | dict[str, Any] | None = None,
+        model: BaseChatModel | None = None,
+        embeddings: Embeddings | None = None,
+        *,
+        token_counter: TokenCounterLike | TokenCounter | None = None,
+        qdrant_url: str | None = None,
+        qdrant_api_key: str | None = None,
+        qdrant_client: Any = None,
+    ) -> None:
+        self.config = _as_config(config)
+        self.model = model
+        self.embeddings = embeddings
+        self.counter = make_counter(token_counter)
+        self._clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        self._extractor: Extractor | None = None
+        self._adapters: dict[str, Any] = {}
+        self._adapter_lock = threading.Lock()
+        self._storage = Storage.open(data_dir, decay=self.config.decay)
+        try:
+            self._index = RecallIndex(
+                self.data_dir, self._storage, self._query_cached,
+                url=qdrant_url, api_key=qdrant_api_key, client=qdrant_client,
+            )
+            self._open_checks()
+        except BaseException:
+            self._storage.close()
+            raise
+        storage, config, counter = self._storage, self.config, self.counter
+        self._forgetter = Forgetter(storage, self._index, self._now)
+        self._summary = SummaryLayer(storage, counter, config.summary_max_tokens)
+        self._entities = EntityLayer(storage, counter, config.entities_max_tokens)
+        self._facts = FactLayer(
+            storage, self._index, config, clock=self._now, counter=counter, evict=self._forgetter.memories
+        )
+        self._episodes = EpisodeLayer(
+            storage, self._index, counter, max_tokens=config.episodes_max_tokens,
+            k=config.episodes_k, threshold=config.score_threshold,
+        )
+        self._index.add_source(self._facts)
+        self._index.add_source(self._episodes)
+        if self._index.exists():
+            # Opening it checks it against the records (a lost point is rebuilt) and finishes
+            # journaled forgets; cheap: the embedding model loads only when something embeds.
+            self._index.available()
+        elif self._facts.indexed_count() or self._episodes.indexed_count():
+            logger.warning(
+                "the vector index of %s is missing; it is being rebuilt from memory.db", self.data_dir
+            )
+            self._facts.reset()
+            self._episodes.reset()
+        #: Generic namespaced items (the LangGraph store's documents besides memories).
+        self.items = Items(storage, self._now, self._query_cached)
+        # Order is priority: a section early in the list is served first from the budget.
+        self._turns = Turns(storage, config, counter, [self._summary, self._entities, self._facts, self._episodes], self._now)
+        handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
+        self._jobs = JobRunner(
+            storage,
+            handlers.handlers(),
+            periodic=self._end_idle_sessions,
+            upkeep=self._upkeep,
+            backlog=self._backlog,
+            mode=config.job_mode,
+            max_attempts=config.job_max_attempts,
+            backoff_seconds=config.job_backoff_seconds,
+            lease_seconds=config.job_lease_seconds,
+        )
+        # Work journaled by an earlier process that stopped mid-way resumes now.
+        self._end_idle_sessions()
+        self._jobs.notify()
+
+    def _open_checks(self) -> None:
+        from .legacy import upgrade_directory
+
+        upgrade_directory(self._storage, self.data_dir, self._query_cached)
+        if self._storage.is_new and not self._index.server and self._index.path.is_dir():
+            raise CorruptDatabaseError(
+                f"{self._storage.location} is missing or empty, but {self._index.path} holds a vector "
+                "index built from an earlier memory.db, whose records (the text) are gone with it. "
+                "Restore memory.db from a backup; or, to start over, delete the qdrant/ directory too."
+            )
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        """The directory holding this memory."""
+        return Path(self._storage.location).parent
+
+    @property
+    def storage(self) -> Storage:
+        """The relational store (for adapters that need a connection, e.g. the checkpointer)."""
+        self._check_open()
+        return self._storage
+
+    @property
+    def extractor(self) -> Extractor:
+        """The extractor of entities, memories and summaries: the LLM one, or offline."""
+        if self._extractor is None:
+            from .extraction import make_extractor
+
+            self._extractor = make_extractor(
+                self.model, timeout=self.config.llm_timeout_seconds, counter=self.counter
+            )
+        return self._extractor
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the jobs of earlier turns are done (or failed for good), and the
+        records this process can index are indexed.
+
+        Returns ``False`` if ``timeout`` seconds passed first. Records waiting for another
+        process that holds the vector index are not waited for: :meth:`stats` shows them
+        (``index.pending``). Call it before reading what background jobs produce.
+        """
+        self._check_open()
+        return self._jobs.flush(timeout)
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Async :meth:`flush` (waits in a worker thread)."""
+        return await asyncio.to_thread(self.flush, timeout)
+
+    def close(self) -> None:
+        """Stop the job worker and release the database and the index. Safe to call twice.
+
+        Jobs not yet run stay in the journal and run when the directory is opened again.
+        """
+        self._jobs.close()
+        for adapter in self._adapters.values():
+            closer = getattr(adapter, "close", None)
+            if callable(closer):
+                closer()
+        try:
+            self._index.close()
+        finally:
+            self._storage.close()
+            self._turns.forget_cache()
+
+    def __enter__(self) -> TieredMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._storage.closed:
+            raise MemoryClosedError("this TieredMemory is closed; create a new one")
+
+    def _now(self) -> datetime:
+        return self._clock()
+
+    # --- the turn ---------------------------------------------------------------------
+
+    def before_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        query: str | None = None,
+        *,
+        peek: bool = False,
+        at: datetime | None = None,
+    ) -> MemoryContext:
+        """What to send the model this turn, within the context budget.
+
+        ``query`` is what memory sections search for; by default the thread's newest human
+        message. ``at`` is when the question is asked (default now). No LLM is called. The
+        memories shown count as recalled, unless ``peek=True``: a look that changes nothing.
+        Where a layer cannot answer (another process holds the vector index),
+        ``context.degraded`` says what is missing.
+        """
+        check_id("user_id", user_id)
+        check_id("thread_id", thread_id)
+        if query is not None and not isinstance(query, str):
+            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        _check_time("at", at)
+        thread = self._thread(user_id, thread_id)
+        return self._turns.before(user_id, thread, thread_id, query, peek=peek, at=at)
+
+    async def abefore_turn(
+        self, user_id: str, thread_id: str, query: str | None = None, *, peek: bool = False,
+        at: datetime | None = None,
+    ) -> MemoryContext:
+        """Async :meth:`before_turn` (runs in a worker thread: the database is blocking)."""
+        return await asyncio.to_thread(self.before_turn, user_id, thread_id, query, peek=peek, at=at)
+
+    def after_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        extract: bool = True,
+        at: datetime | None = None,
+    ) -> TurnResult:
+        """Append the turn's messages to the thread's log, durably, before anything else.
+
+        A message whose ``id`` the thread already holds is skipped, so sending the same
+        messages again stores nothing twice. Messages without an ``id`` get one. ``at`` is
+        when they were said (default now), for importing past conversations.
+        ``extract=False`` stores them without journaling an extraction job, for a turn still
+        under way (its input, its tool steps): the turn's last ``after_turn`` journals one
+        job that covers every message not yet extracted, so a turn costs one LLM call.
+        """
+        check_id("user_id", user_id)
+        check_id("thread_id", thread_id)
+        _check_time("at", at)
+        result = self._turns.after(user_id, thread_id, messages, extract=extract, at=at)
+        if result.stored and extract:
+            self._jobs.notify()
+        return result
+
+    async def aafter_turn(
+        self, user_id: str, thread_id: str, messages: Sequence[BaseMessage], *, extract: bool = True,
+        at: datetime | None = None,
+    ) -> TurnResult:
+        """Async :meth:`after_turn` (runs in a worker thread: the database is blocking)."""
+        return await asyncio.to_thread(self.after_turn, user_id, thread_id, messages, extract=extract, at=at)
+
+    def recorded_ids(self, user_id: str, thread_id: str, message_ids: Sequence[str]) -> set[str]:
+        """Which of ``message_ids`` the thread's log already holds.
+
+        Lets an adapter whose graph state holds the whole thread send only what is new.
+        """
+        thread = self._thread(user_id, thread_id)
+        if thread is None or not message_ids:
+            return set()
+        return self._storage.threads.recorded_ids(thread.key, list(message_ids))
+
+    def _thread(self, user_id: str, thread_id: str) -> ThreadRow | None:
+        check_id("user_id", user_id)
+        check_id("thread_id", thread_id)
+        thread = self._storage.threads.get(thread_id)
+        if thread is not None and thread.user_id != user_id:
+            raise ThreadOwnershipError(
+                f"thread {thread_id!r} belongs to another user; thread ids are global (as "
+                "in LangGraph), so give each user's threads ids of their own"
+            )
+        return thread
+
+    # --- reading the log --------------------------------------------------------------
+
+    def get_messages(self, user_id: str, thread_id: str) -> list[BaseMessage]:
+        """Every message of the thread's log, evicted ones included, oldest first."""
+        thread = self._thread(user_id, thread_id)
+        if thread is None or thread.next_seq == 0:
+            return []
+        return self._turns.messages(thread.key, 0, thread.next_seq - 1)
+
+    def threads(self, user_id: str) -> list[ThreadInfo]:
+        """The user's threads, most recently active first."""
+        check_id("user_id", user_id)
+        return [
+            ThreadInfo(t.thread_id, t.user_id, t.next_seq, t.created_at, t.updated_at)
+            for t in self._storage.threads.of_user(user_id)
+        ]
+
+    def users(self) -> list[str]:
+        """Every user with a thread or a long-term memory."""
+        return self._storage.users()
+
+    def summary(self, user_id: str, thread_id: str) -> str | None:
+        """The thread's running summary of evicted messages, ``None`` if there is none yet."""
+        return self._summary.current(self._thread(user_id, thread_id))
+
+    def entities(self, user_id: str) -> list[Entity]:
+        """The user's entity profiles, most recently updated first."""
+        check_id("user_id", user_id)
+        return self._entities.all(user_id)
+
+    def entity(self, user_id: str, name: str) -> Entity | None:
+        """One entity profile with its attribute history; names match case-insensitively."""
+        check_id("user_id", user_id)
+        return self._entities.get(user_id, name)
+
+    def stats(self) -> MemoryStats:
+        """Counts of what is stored, the database's size, the index, and the job journal.
+
+        ``failed_jobs`` lists the jobs that failed for good, with their reasons;
+        ``index`` says how many records wait for their vector point and, while another
+        process holds the index, why this one cannot write them. Reading changes nothing.
+        """
+        jobs = self._storage.jobs.counts()
+        pending = self._storage.unindexed_count()
+        return MemoryStats({
+            "data_dir": str(self.data_dir),
+            **self._storage.counts(),
+            "index": {
+                "pending": pending,
+                "forgets_pending": len(self._storage.forgetting.pending()),
+                "held_elsewhere": self._index.unavailable,
+            },
+            "extractor": "offline" if self.extractor.offline else self.extractor.name,
+            "jobs": {k: jobs.get(k, 0) for k in ("pending", "running", "done", "failed")},
+            "failed_jobs": [
+                {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
+                for j in self._storage.jobs.rows("failed", limit=20)
+            ],
+        })
+
+    # --- adapters ---------------------------------------------------------------------
+
+    def _adapter(self, name: str) -> Any:
+        self._check_open()
+        with self._adapter_lock:
+            if name not in self._adapters:
+                factory = _ADAPTERS.get(name)
+                if factory is None:
+                    raise ConfigError(
+                        f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations"
+                    )
+                self._adapters[name] = factory(self)
+            return self._adapters[name]
+
+    @property
+    def store(self) -> BaseStore:
+        """This memory as a LangGraph ``BaseStore`` (``graph.compile(store=memory.store)``)."""
+        return self._adapter("store")  # type: ignore[no-any-return]
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver[str]:
+        """A LangGraph checkpointer keeping thread state in this memory's database
+        (``graph.compile(checkpointer=memory.checkpointer)``)."""
+        return self._adapter("checkpointer")  # type: ignore[no-any-return]
+
+    @property
+    def async_checkpointer(self) -> BaseCheckpointSaver[str]:
+        """The async checkpointer over the same database, for ``ainvoke``/``astream`` graphs."""
+        return self._adapter("async_checkpointer")  # type: ignore[no-any-return]
+
+    @property
+    def pre_model_hook(self) -> Callable[..., Any]:
+        """``create_react_agent(pre_model_hook=...)``: the budgeted context as the model's
+        input, without rewriting the graph's messages. Ids from ``config["configurable"]``."""
+        return self._adapter("pre_model_hook")  # type: ignore[no-any-return]
+
+    @property
+    def post_model_hook(self) -> Callable[..., Any]:
+        """``create_react_agent(post_model_hook=...)``: records the turn in every layer."""
+        return self._adapter("post_model_hook")  # type: ignore[no-any-return]
+
+    def chat_history(self, user_id: str, thread_id: str) -> BaseChatMessageHistory:
+        """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""
+        self._check_open()
+        factory = _ADAPTERS.get("chat_history")
+        if factory is None:
+            raise ConfigError("no chat_history adapter is registered; import langchain_tiered_memory.integrations")
+        return factory(self, user_id, thread_id)  # type: ignore[no-any-return]
+
+    def as_vectorstore(self, user_id: str) -> Any:
+        """A LangChain ``VectorStore`` over ``user_id``'s long-term memories."""
+        check_id("user_id", user_id)
+        factory = _ADAPTERS.get("vectorstore")
+        if factory is None:
+            raise ConfigError("no vectorstore adapter is registered; import langchain_tiered_memory.integrations")
+        return factory(self, user_id)
+
+    # --- forgetting -------------------------------------------------------------------
+
+    def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        entity: str | None = None,
+        memory_id: str | None = None,
+    ) -> dict[str, int]:
+        """Delete a thread, an entity, a memory, or everything of a user, in every layer.
+
+        ``thread_id``: the thread, its summary, jobs, episodes, LangGraph checkpoints and the
+        memories and entity attributes learned in it (with ``user_id``, only if it is theirs).
+        ``user_id`` with ``entity`` or ``memory_id``: that one profile or memory. ``user_id``
+        alone: all of the user — messages, summaries, entities, memories, episodes, jobs,
+        store items and the checkpoints of their threads. One journaled operation: the
+        database rows go at once, the vector points now or (if another process holds the
+        index) as soon as it can, and no forgotten text stays in a file.
+        Returns counts of what was deleted. This is the only way messages leave the log.
+        """
+        self._check_open()
+        if user_id is None and thread_id is None:
+            raise InvalidInputError("forget() needs user_id=, thread_id=, or both")
+        if user_id is not None:
+            check_id("user_id", user_id)
+        if thread_id is not None:
+            check_id("thread_id", thread_id)
+        if memory_id is not None:
+            if user_id is None or thread_id is not None or entity is not None:
+                raise InvalidInputError("forget(memory_id=...) takes user_id= and nothing else")
+            key = check_memory_id(memory_id, missing_ok=True)
+            return {"memories": self._forgetter.memories(user_id, [key]) if key else 0}
+        if entity is not None:
+            if user_id is None or thread_id is not None:
+                raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
+            if not isinstance(entity, str) or not entity.strip():
+                raise InvalidInputError("entity must be a non-empty name")
+            return {"entities": self._forgetter.entity(user_id, name_key(entity))}
+        if thread_id is not None:
+            thread = self._storage.threads.get(thread_id)
+            if thread is None and user_id is not None:
+                # A thread only the checkpointer knows: its metadata says whose it is.
+                owners = self._storage.checkpoints.users_of(thread_id)
+                if owners and user_id not in owners:
+                    raise ThreadOwnershipError(
+                        f"thread {thread_id!r} does not belong to user {user_id!r}; nothing was forgotten"
+                    )
+            counts = self._forgetter.thread(thread_id, user_id)
+            self._turns.forget_cache(thread_id)
+            return counts
+        assert user_id is not None
+        counts = self._forgetter.user(user_id)
+        # Thread ids are global, and the cache does not know owners: drop it all.
+        self._turns.forget_cache()
+        return counts
+
+    async def aforget(self, **kwargs: Any) -> dict[str, int]:
+        """Async :meth:`forget` (runs in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.forget(**kwargs))
+
+    # --- long-term memory --------------------------------------------------------------
+
+    def remember(
+        self,
+        user_id: str,
+        content: str,
+        memory_type: str = "fact",
+        importance: float = 0.5,
+        metadata: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        memory_id: str | None = None,
+        merge: bool = True,
+    ) -> str:
+        """Store a long-term memory; returns its id (or that of the memory it merged into).
+
+        A memory nearly identical (cosine > ``merge_threshold``) to one of the user's merges
+        into it instead of adding a duplicate, unless ``merge=False``. No LLM call.
+        """
+        self._check_open()
+        item = {"content": content, "memory_type": memory_type, "importance": importance,
+                "metadata": metadata, "session_id": session_id, "memory_id": memory_id}
+        return self._facts.remember_many(user_id, [item], merge=merge)[0]
+
+    def remember_many(
+        self, user_id: str, items: Iterable[Mapping[str, Any]], *, merge: bool = True
+    ) -> list[str]:
+        """Store several memories with one embedding call; one id per item, in order.
+
+        Each item is a mapping with ``content`` and optionally ``memory_type``,
+        ``importance``, ``metadata``, ``session_id``, ``memory_id``,
+        ``source_message_ids``, ``valid_from`` and ``subject``. Every item is checked
+        before anything is written.
+        """
+        self._check_open()
+        return self._facts.remember_many(user_id, items, merge=merge)
+
+    async def aremember(self, user_id: str, content: str, **kwargs: Any) -> str:
+        """Async :meth:`remember` (embeds in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.remember(user_id, content, **kwargs))
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        memory_types: Sequence[str] | None = None,
+        min_importance: float | None = None,
+        explain: bool = False,
+        *,
+        peek: bool = False,
+    ) -> SearchResults:
+        """The user's memories best matching ``query``: dense + BM25 candidates ranked by
+        relevance (similarity), with importance and recency as bounded tie-breakers.
+
+        Returned memories count as recalled unless ``peek=True``. Raises
+        :class:`ShardLockedError` while another process holds the embedded index.
+        """
+        self._check_open()
+        hits = self._facts.search(user_id, query, k, memory_types, min_importance, explain=explain, peek=peek)
+        return SearchResults(hits, query=query)
+
+    async def asearch(self, user_id: str, query: str, k: int = 5, **kwargs: Any) -> SearchResults:
+        """Async :meth:`search` (embeds and queries in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.search(user_id, query, k, **kwargs))
+
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryEntry:
+        """One memory of the user (``NotFoundError`` if it does not exist or is another's)."""
+        self._check_open()
+        return self._facts.get(user_id, memory_id)
+
+    def update_memory(self, user_id: str, memory_id: str, **changes: Any) -> MemoryEntry:
+        """Change a memory's ``content``, ``importance``, ``memory_type`` or ``metadata``."""
+        self._check_open()
+        unknown = set(changes) - {"content", "importance", "memory_type", "metadata"}
+        if unknown:
+            raise InvalidInputError(f"update_memory() cannot change {', '.join(sorted(unknown))}")
+        return self._facts.update(user_id, memory_id, **changes)
+
+    def list_memories(
+        self, user_id: str, memory_types: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+    ) -> list[MemoryEntry]:
+        """The user's memories, newest first (superseded ones included: their history)."""
+        self._check_open()
+        return self._facts.page(user_id, memory_types, limit, offset)
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> dict[str, int]:
+        """Rebuild every vector (memories, episodes) from its record's text with the current
+        embeddings, e.g. after changing the model. Resumable: run it again after a stop.
+        Returns how many were re-embedded: ``{"memories": …, "episodes": …}``."""
+        self._check_open()
+        return self._index.reindex(progress)
+
+    # --- export and import ---------------------------------------------------------------
+
+    def export_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Everything stored of the user as JSON-ready data (``tiered-memory export``).
+
+        Keys: ``threads``, ``messages``, ``summaries``, ``entities`` (with attribute
+        history), ``memories`` (with their access state; not vectors), ``episodes`` and
+        ``store_items``. :meth:`import_user` restores it.
+        """
+        check_id("user_id", user_id)
+        self._check_open()
+        from .legacy import memory_record
+
+        data = self._storage.portability.export_user(user_id)
+        data["memories"] = [memory_record(MemoryRow(**row)) for row in data["memories"]]
+        return data
+
+    def import_user(self, user_id: str, data: dict[str, Sequence[dict[str, Any]]]) -> dict[str, int]:
+        """Restore what :meth:`export_user` returned; returns counts of what was written.
+
+        Refused, writing nothing, when the user already has data here or an id is taken: an
+        import restores, it never merges. Memories and episodes are indexed after (with this
+        memory's embeddings), generic store items that had vectors are embedded again.
+        """
+        check_id("user_id", user_id)
+        self._check_open()
+        from .legacy import prepare_import
+
+        rows = prepare_import(user_id, data, self._turns.serialise, self.items.embed_value)
+        counts = self._storage.portability.import_user(
+            user_id, rows, counter=self.counter.name, now=self._clock().isoformat()
+        )
+        self._jobs.notify()
+        if self._index.available():
+            self._index.sync()
+        return counts
+
+    # --- episodes ---------------------------------------------------------------------
+
+    def end_session(self, user_id: str, thread_id: str) -> str | None:
+        """Close the thread's current session: write one episode of what happened in it.
+
+        The episode covers the messages after the thread's previous episode. Returns its
+        id (written by the time this returns in ``inline`` mode, after :meth:`flush` in
+        ``background`` mode), or ``None`` when no message is new since the last episode.
+        """
+        thread = self._thread(user_id, thread_id)
+        if thread is None:
+            return None
+        last = thread.next_seq - 1
+        if last <= self._storage.episodes.last_seq(thread_id):
+            return None
+        self._storage.jobs.enqueue("episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat())
+        self._jobs.notify()
+        return episode_id(thread_id, last)
+
+    def search_episodes(
+        self,
+        user_id: str,
+        query: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int = 5,
+    ) -> list[EpisodeHit]:
+        """The user's episodes overlapping ``[since, until]``, most relevant to ``query`` first
+        (newest first without a query)."""
+        check_id("user_id", user_id)
+        if query is not None and not isinstance(query, str):
+            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be a positive int, got {k!r}")
+        _check_time("since", since)
+        _check_time("until", until)
+        return self._episodes.search(user_id, query, since=since, until=until, k=k)
+
+    def _end_idle_sessions(self) -> None:
+        minutes = self.config.idle_timeout_minutes
+        if minutes is None:
+            return
+        now = self._clock()
+        cutoff = (now - timedelta(minutes=minutes)).isoformat()
+        for thread in self._storage.threads.idle(cutoff):
+            self._storage.jobs.enqueue(
+                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, now.isoformat()
+            )
+
+    # --- the index's upkeep -----------------------------------------------------------
+
+    def _upkeep(self) -> int:
+        """Index what waits for its point and finish journaled forgets (holder only)."""
+        if not self._backlog():
+            return 0
+        return self._forgetter.resume() + self._index.sync()
+
+    def _backlog(self) -> int:
+        """Records and forgets this process could index now (0 when another holds it)."""
+        waiting = self._storage.unindexed_count() + len(self._storage.forgetting.pending())
+        if not waiting or not self._index.available():
+            return 0
+        return waiting
+
+    def _query_cached(self) -> Embeddings:
+        from .embeddings import CachedQueryEmbeddings, default_embeddings
+
+        if self.embeddings is None:
+            self.embeddings = default_embeddings()
+        if not isinstance(self.embeddings, CachedQueryEmbeddings):
+            self.embeddings = CachedQueryEmbeddings(self.embeddings)
+        return self.embeddings
+
+
+def _as_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:
+    if config is None:
+        return MemoryConfig()
+    if isinstance(config, MemoryConfig):
+        return config
+    if isinstance(config, dict):
+        return MemoryConfig(**config)
+    raise ConfigError(f"config must be a MemoryConfig or a dict, got {type(config).__name__}")
+
+
+def _check_time(name: str, value: Any) -> None:
+    if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+

@@ -1,0 +1,166 @@
+"""The relational store: the one owner of every record, and the only package that speaks SQL.
+
+:class:`Storage` is one :class:`~.database.Database` (SQLite in a data directory by
+default) and a repository per table family — ``threads`` (and their messages),
+``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``store_items``,
+``checkpoints`` — plus the operations that span families: ``results`` (a job's output,
+committed with the job), ``forgetting`` (journaled deletes) and ``portability`` (a user's
+rows out and in). The layers above speak the row types of :mod:`.rows` only, so a second
+database implements :class:`~.database.Database` and keeps every layer.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .checkpoints import Checkpoints
+from .database import Database, Dialect, Tx
+from .entities import Entities
+from .episodes import Episodes
+from .forgetting import Forgetting
+from .jobs import Jobs
+from .memories import Memories
+from .portability import Portability
+from .results import Results
+from .rows import (
+    AppendResult,
+    AttributeRow,
+    EntityRow,
+    EntityUpdate,
+    EpisodeRow,
+    ForgetOp,
+    IndexRow,
+    JobRow,
+    MemoryRow,
+    NewMessage,
+    StoreRow,
+    SummaryRow,
+    SummaryUpdate,
+    ThreadRow,
+    Unit,
+)
+from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
+from .schema import MIGRATIONS
+from .store_items import StoreItems, ns_path
+from .summaries import Summaries
+from .threads import Threads
+
+__all__ = [
+    "APPLICATION_ID",
+    "DB_FILENAME",
+    "MIGRATIONS",
+    "AppendResult",
+    "AttributeRow",
+    "Database",
+    "Dialect",
+    "EntityRow",
+    "EntityUpdate",
+    "EpisodeRow",
+    "ForgetOp",
+    "IndexRow",
+    "JobRow",
+    "MemoryRow",
+    "NewMessage",
+    "SQLiteDatabase",
+    "Storage",
+    "StoreRow",
+    "SummaryRow",
+    "SummaryUpdate",
+    "ThreadRow",
+    "Tx",
+    "Unit",
+    "ns_path",
+]
+
+
+class Storage:
+    """The relational store of one memory: a database and its table families.
+
+    Args:
+        db: the database (:class:`SQLiteDatabase` for a directory).
+        decay: ``MemoryConfig.decay``; the memories' eviction order is kept with it.
+    """
+
+    def __init__(self, db: Database, *, decay: float = 0.95) -> None:
+        self.db = db
+        self.threads = Threads(db)
+        self.summaries = Summaries(db)
+        self.entities = Entities(db)
+        self.memories = Memories(db, decay)
+        self.jobs = Jobs(db)
+        self.episodes = Episodes(db)
+        self.store_items = StoreItems(db)
+        self.checkpoints = Checkpoints(db)
+        self.forgetting = Forgetting(db)
+        self.results = Results(db, decay)
+        self.portability = Portability(db, decay)
+        if self.memories.keep_decay() != decay:
+            self.memories.rekeep_all()
+
+    @classmethod
+    def open(cls, data_dir: str | os.PathLike[str], *, decay: float = 0.95) -> Storage:
+        """The SQLite store in ``data_dir`` (``memory.db``, created if missing)."""
+        db = SQLiteDatabase(data_dir)
+        try:
+            return cls(db, decay=decay)
+        except BaseException:
+            db.close()
+            raise
+
+    @property
+    def location(self) -> str:
+        """Where the data lives (the file, or the server without its password)."""
+        return self.db.location
+
+    @property
+    def is_new(self) -> bool:
+        """Whether opening created the schema (there was no earlier data)."""
+        return self.db.is_new
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self.db.closed
+
+    def close(self) -> None:
+        """Release the database. Safe to call twice."""
+        self.db.close()
+
+    def scrub(self) -> None:
+        """Leave no deleted byte in a file (after a forget)."""
+        self.db.scrub()
+
+    def connect(self) -> Any:
+        """A new connection of the database's driver, for LangGraph's checkpointer."""
+        return self.db.connect()  # type: ignore[attr-defined]
+
+    async def aconnect(self) -> Any:
+        """A new async connection, for LangGraph's async checkpointer."""
+        return await self.db.aconnect()  # type: ignore[attr-defined]
+
+    def counts(self) -> dict[str, int]:
+        """Rows of the main tables, and the database's size in bytes."""
+        with self.db.read() as tx:
+            out = {
+                "users": int(tx.scalar(
+                    "SELECT COUNT(*) FROM (SELECT user_id FROM threads UNION SELECT user_id FROM memories)"
+                )),
+                "threads": int(tx.scalar("SELECT COUNT(*) FROM threads")),
+                "messages": int(tx.scalar("SELECT COUNT(*) FROM messages")),
+                "entities": int(tx.scalar("SELECT COUNT(*) FROM entities")),
+                "memories": int(tx.scalar("SELECT COUNT(*) FROM memories")),
+                "episodes": int(tx.scalar("SELECT COUNT(*) FROM episodes")),
+            }
+        size = getattr(self.db, "size_bytes", None)
+        out["db_bytes"] = size() if size is not None else 0
+        return out
+
+    def users(self) -> list[str]:
+        """Every user with a thread or a memory."""
+        with self.db.read() as tx:
+            return sorted(tx.column("SELECT user_id FROM threads UNION SELECT user_id FROM memories"))
+
+    def unindexed_count(self) -> int:
+        """Records waiting for their point in the vector index."""
+        return self.memories.pending_count() + self.episodes.pending_count()

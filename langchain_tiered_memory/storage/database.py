@@ -1,0 +1,141 @@
+"""Connections and transactions, the only part of ``storage/`` that differs per database.
+
+The table-family modules write their SQL once, with ``?`` placeholders, against :class:`Tx`;
+a :class:`Database` hands out read and write transactions on SQLite or PostgreSQL and says,
+through its :class:`Dialect`, the few spellings that differ (``MAX(a, b)`` against
+``GREATEST(a, b)``, a claim's ``FOR UPDATE SKIP LOCKED``).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells what SQL does not standardise."""
+
+    name: str
+    #: Scalar maximum/minimum of two values.
+    greatest: str
+    least: str
+    #: Appended to a claim's ``SELECT`` so that concurrent workers skip each other's rows.
+    skip_locked: str
+    #: Positional placeholder.
+    placeholder: str
+
+
+SQLITE = Dialect("sqlite", "MAX", "MIN", "", "?")
+POSTGRESQL = Dialect("postgresql", "GREATEST", "LEAST", " FOR UPDATE SKIP LOCKED", "%s")
+
+# Placeholders outside quoted literals; our statements quote no question marks, but a
+# literal containing one must survive the translation.
+_QMARK = re.compile(r"'(?:[^']|'')*'|\?")
+
+
+class Tx:
+    """One open transaction (or read snapshot): run statements written with ``?``."""
+
+    def __init__(self, conn: Any, dialect: Dialect) -> None:
+        self.conn = conn
+        self.dialect = dialect
+
+    def _sql(self, sql: str) -> str:
+        if self.dialect.placeholder == "?":
+            return sql
+        mark = self.dialect.placeholder
+        # psycopg reads "%" as the start of a placeholder: literal ones are doubled.
+        sql = sql.replace("%", "%%")
+        return _QMARK.sub(lambda m: mark if m.group(0) == "?" else m.group(0), sql)
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Run one statement; returns the driver's cursor."""
+        return self.conn.execute(self._sql(sql), tuple(args))
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of arguments."""
+        if not rows:
+            return
+        if hasattr(self.conn, "executemany"):
+            self.conn.executemany(self._sql(sql), [tuple(r) for r in rows])
+        else:
+            with self.conn.cursor() as cur:
+                cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+
+    def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row of a query, or ``None``."""
+        row = self.execute(sql, args).fetchone()
+        return None if row is None else tuple(row)
+
+    def all(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of a query."""
+        return [tuple(r) for r in self.execute(sql, args).fetchall()]
+
+    def scalar(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """The first column of the first row (``None`` without rows)."""
+        row = self.one(sql, args)
+        return None if row is None else row[0]
+
+    def column(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """The first column of every row."""
+        return [r[0] for r in self.execute(sql, args).fetchall()]
+
+    def rowcount(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run a write; how many rows it touched."""
+        return int(self.execute(sql, args).rowcount)
+
+    def insert(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run an ``INSERT … RETURNING id``; the new id."""
+        row = self.execute(sql, args).fetchone()
+        return int(row[0])
+
+    def in_list(self, values: Sequence[Any]) -> str:
+        """``(?, ?, …)`` for an ``IN`` over ``values`` (at least one)."""
+        return "(" + ",".join("?" * len(values)) + ")"
+
+
+class Database(abc.ABC):
+    """One relational database: transactions, and what a checkpointer needs of it."""
+
+    dialect: Dialect
+    #: Where the data lives, for messages (a path, or a URL without its password).
+    location: str
+
+    @abc.abstractmethod
+    def read(self) -> contextlib.AbstractContextManager[Tx]:
+        """A consistent read: every statement in it sees the same snapshot."""
+
+    @abc.abstractmethod
+    def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[Tx]:
+        """One write transaction holding the write lock (or the rows it locks) from its first
+        statement; committed on exit, rolled back on an exception. ``durable=False`` may
+        skip waiting for the disk (bookkeeping such as recall counts: losing the last few
+        on a power cut is harmless)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release every connection. Safe to call twice."""
+
+    @property
+    @abc.abstractmethod
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+
+    def scrub(self) -> None:
+        """After a forget: make sure no deleted byte stays in a file (log, free pages)."""
+
+    @property
+    def is_new(self) -> bool:
+        """Whether this open created the schema (no earlier data)."""
+        return False
+
+
+def chunks(items: Sequence[Any], size: int = 500) -> Iterator[Sequence[Any]]:
+    """``items`` in slices of at most ``size`` (SQLite caps the variables of a statement)."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

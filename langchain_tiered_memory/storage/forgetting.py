@@ -1,0 +1,161 @@
+"""Forgetting: deleting a user, a thread, memories or an entity from every table at once.
+
+Each forget is one transaction over every relational layer, and it journals what it leaves
+for the vector index to delete (the ids of the points built from the deleted rows) in
+``forget_ops``. The caller deletes those points and then :meth:`Forgetting.finish`\\ es the
+op; an op left over by a crash or a locked index is finished by whoever next holds the
+index. The points of deleted rows can never surface meanwhile: recall reads the records
+from here, and a point without a record is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .checkpoints import checkpoint_threads_of, delete_checkpoints
+from .database import Database, Tx, chunks
+from .entities import delete_entities, refresh_search_text
+from .rows import ForgetOp
+from .store_items import delete_user_items
+from .threads import ownership_error
+
+
+def _journal(tx: Tx, scope: dict[str, Any], point_ids: Sequence[str], now: str) -> int | None:
+    if not point_ids and "user" not in scope:
+        return None
+    return tx.insert(
+        "INSERT INTO forget_ops (scope, point_ids, created_at) VALUES (?, ?, ?) RETURNING id",
+        (json.dumps(scope), json.dumps(list(point_ids)), now),
+    )
+
+
+def _delete_ids(tx: Tx, table: str, column: str, ids: Sequence[str]) -> int:
+    n = 0
+    for chunk in chunks(list(ids)):
+        n += tx.rowcount(f"DELETE FROM {table} WHERE {column} IN {tx.in_list(chunk)}", chunk)
+    return n
+
+
+def delete_memories(tx: Tx, ids: Sequence[str]) -> int:
+    """Delete memories, their aliases and their store addresses in ``tx``."""
+    _delete_ids(tx, "memory_aliases", "memory_id", ids)
+    _delete_ids(tx, "store_items", "memory_id", ids)
+    return _delete_ids(tx, "memories", "id", ids)
+
+
+class Forgetting:
+    """Journaled deletes across the tables (see the module docs)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def thread(
+        self, thread_id: str, user_id: str | None, now: str
+    ) -> tuple[dict[str, int], int | None]:
+        """Delete a thread: its messages, summary, jobs, episodes, checkpoints, the memories
+        learned in it, and the entity attributes learned from it (an entity first met in it
+        and left with no attribute goes too). With ``user_id``, only if it is theirs.
+
+        Returns the counts and the journaled op (``None`` when no index point is left)."""
+        with self.db.write() as tx:
+            row = tx.one("SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,))
+            counts: dict[str, int] = {"threads": 0, "messages": 0}
+            owner = row[1] if row else user_id
+            if row is not None and user_id is not None and row[1] != user_id:
+                raise ownership_error(thread_id)
+            points: list[str] = []
+            if row is not None:
+                key = row[0]
+                counts["threads"] = 1
+                counts["messages"] = tx.rowcount("DELETE FROM messages WHERE thread_key = ?", (key,))
+                counts["summaries"] = tx.rowcount("DELETE FROM summaries WHERE thread_key = ?", (key,))
+                counts["jobs"] = tx.rowcount("DELETE FROM jobs WHERE thread_key = ?", (key,))
+                tx.execute("DELETE FROM threads WHERE id = ?", (key,))
+            if owner is not None:
+                episodes = tx.column(
+                    "SELECT id FROM episodes WHERE thread_id = ? AND user_id = ?", (thread_id, owner)
+                )
+                counts["episodes"] = _delete_ids(tx, "episodes", "id", episodes)
+                memories = tx.column(
+                    "SELECT id FROM memories WHERE session_id = ? AND user_id = ?", (thread_id, owner)
+                )
+                counts["memories"] = delete_memories(tx, memories)
+                points = [*memories, *episodes]
+                counts["entity_attributes"] = tx.rowcount(
+                    "DELETE FROM entity_attributes WHERE source = ? AND entity_id IN "
+                    "(SELECT id FROM entities WHERE user_id = ?)",
+                    (thread_id, owner),
+                )
+                counts["entities"] = delete_entities(
+                    tx, "user_id = ? AND source = ? AND id NOT IN (SELECT entity_id FROM entity_attributes)",
+                    (owner, thread_id),
+                )
+                for entity_id in tx.column("SELECT id FROM entities WHERE user_id = ?", (owner,)):
+                    refresh_search_text(tx, entity_id)
+            counts["checkpoints"] = delete_checkpoints(tx, [thread_id])
+            op = _journal(tx, {"thread": thread_id}, points, now)
+        return counts, op
+
+    def user(self, user_id: str, now: str) -> tuple[dict[str, int], int | None]:
+        """Delete everything of the user: messages, summaries, jobs, episodes, entities,
+        memories, store items and the checkpoints of their threads (those in ``threads`` and
+        those whose checkpoint metadata names them)."""
+        with self.db.write() as tx:
+            threads = tx.column("SELECT thread_id FROM threads WHERE user_id = ?", (user_id,))
+            threads += sorted(checkpoint_threads_of(tx, user_id))
+            memories = tx.column("SELECT id FROM memories WHERE user_id = ?", (user_id,))
+            episodes = tx.column("SELECT id FROM episodes WHERE user_id = ?", (user_id,))
+            # Store items first: those that address memories count as items too.
+            items = delete_user_items(tx, user_id)
+            counts = {
+                "messages": tx.rowcount("DELETE FROM messages WHERE user_id = ?", (user_id,)),
+                "summaries": tx.rowcount("DELETE FROM summaries WHERE user_id = ?", (user_id,)),
+                "jobs": tx.rowcount("DELETE FROM jobs WHERE user_id = ?", (user_id,)),
+                "episodes": _delete_ids(tx, "episodes", "id", episodes),
+                "entity_attributes": tx.rowcount(
+                    "DELETE FROM entity_attributes WHERE entity_id IN "
+                    "(SELECT id FROM entities WHERE user_id = ?)",
+                    (user_id,),
+                ),
+                "entities": tx.rowcount("DELETE FROM entities WHERE user_id = ?", (user_id,)),
+                "memories": delete_memories(tx, memories),
+            }
+            tx.execute("DELETE FROM memory_aliases WHERE user_id = ?", (user_id,))
+            counts["store_items"] = items
+            counts["threads"] = tx.rowcount("DELETE FROM threads WHERE user_id = ?", (user_id,))
+            counts["checkpoints"] = delete_checkpoints(tx, threads)
+            op = _journal(tx, {"user": user_id}, [*memories, *episodes], now)
+        return counts, op
+
+    def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[int, int | None]:
+        """Delete the user's memories among ``ids`` (another user's are left alone)."""
+        with self.db.write() as tx:
+            mine: list[str] = []
+            for chunk in chunks(list(ids)):
+                mine += tx.column(
+                    f"SELECT id FROM memories WHERE user_id = ? AND id IN {tx.in_list(chunk)}",
+                    (user_id, *chunk),
+                )
+            n = delete_memories(tx, mine)
+            op = _journal(tx, {"memories": len(mine)}, mine, now)
+        return n, op
+
+    def entity(self, user_id: str, name_key: str) -> int:
+        """Delete one entity profile and its attribute history (no index points)."""
+        with self.db.write() as tx:
+            return delete_entities(tx, "user_id = ? AND name_key = ?", (user_id, name_key))
+
+    # --- the journal --------------------------------------------------------------------
+
+    def pending(self) -> list[ForgetOp]:
+        """Forgets whose index points are not deleted yet, oldest first."""
+        with self.db.read() as tx:
+            rows = tx.all("SELECT id, scope, point_ids, created_at FROM forget_ops ORDER BY id")
+        return [ForgetOp(r[0], json.loads(r[1]), json.loads(r[2]), r[3]) for r in rows]
+
+    def finish(self, op_id: int) -> None:
+        """The op's points are deleted from the index: drop it from the journal."""
+        with self.db.write() as tx:
+            tx.execute("DELETE FROM forget_ops WHERE id = ?", (op_id,))

@@ -1,0 +1,191 @@
+"""The job journal: work that needs an LLM or an embedding, journaled with what it is about.
+
+A job is written in the same transaction as the records it concerns. A worker claims it with
+a lease (several workers in several processes share the journal: the lease, not a lock in
+memory, keeps them apart), and an attempt is counted when it is claimed — so a job whose
+processing kills its process still runs out of attempts and ends failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from .database import Database, Tx
+from .rows import JobRow
+
+JOB_COLUMNS = (
+    "id, key, kind, user_id, thread_key, payload, result, status, attempts, next_run_at, "
+    "lease_until, leased_by, last_error, created_at, updated_at"
+)
+
+
+def iso_epoch(epoch: float) -> str:
+    """Epoch seconds as an ISO 8601 UTC time."""
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+
+
+def enqueue(
+    tx: Tx, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str
+) -> bool:
+    """Journal a job in ``tx``; ``False`` when the same job (same key) exists already."""
+    # The key makes a job idempotent: the same work journaled twice is one row.
+    key = f"{kind}:{thread_key}:{json.dumps(payload, sort_keys=True)}"
+    return (
+        tx.rowcount(
+            "INSERT INTO jobs (key, kind, user_id, thread_key, payload, status, attempts, "
+            "next_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) "
+            "ON CONFLICT(key) DO NOTHING",
+            (key, kind, user_id, thread_key, json.dumps(payload), time.time(), now, now),
+        )
+        == 1
+    )
+
+
+def holds_lease(tx: Tx, job_id: int, worker: str) -> bool:
+    """Whether ``worker`` still holds the running job's lease (checked before committing)."""
+    owner = tx.one("SELECT leased_by FROM jobs WHERE id = ? AND status = 'running'", (job_id,))
+    return owner is not None and owner[0] == worker
+
+
+def finish(tx: Tx, job_id: int, worker: str) -> bool:
+    """Mark the job done in ``tx`` if ``worker`` holds it."""
+    return (
+        tx.rowcount(
+            "UPDATE jobs SET status = 'done', lease_until = NULL, last_error = NULL, "
+            "updated_at = ? WHERE id = ? AND leased_by = ? AND status = 'running'",
+            (iso_epoch(time.time()), job_id, worker),
+        )
+        == 1
+    )
+
+
+class Jobs:
+    """The journal's rows: enqueue, claim, record the outcome."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def enqueue(self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str) -> bool:
+        """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
+        with self.db.write() as tx:
+            return enqueue(tx, kind, user_id, thread_key, payload, now)
+
+    def claim(
+        self,
+        worker: str,
+        lease_seconds: float,
+        *,
+        max_attempts: int,
+        kinds: Sequence[str] | None = None,
+    ) -> JobRow | None:
+        """Lease the oldest due job (pending, or running under an expired lease) to ``worker``.
+
+        A due job that already used ``max_attempts`` claims — its earlier runs never came
+        back, so each killed its process — is marked failed instead of run again.
+        """
+        now = time.time()
+        kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+        with self.db.write() as tx:
+            while True:
+                row = tx.one(
+                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE "
+                    "((status = 'pending' AND next_run_at <= ?) OR (status = 'running' AND lease_until < ?))"
+                    f"{kind_sql} ORDER BY id LIMIT 1{tx.dialect.skip_locked}",
+                    (now, now, *(kinds or ())),
+                )
+                if row is None:
+                    return None
+                job = JobRow(*row)
+                if job.attempts < max_attempts:
+                    break
+                reason = (
+                    f"the process running it stopped during each of its {job.attempts} attempts "
+                    "(killed, out of memory, or crashed) without recording an outcome"
+                )
+                if job.last_error and job.status == "pending":
+                    reason = job.last_error
+                tx.execute(
+                    "UPDATE jobs SET status = 'failed', last_error = ?, lease_until = NULL, "
+                    "updated_at = ? WHERE id = ?",
+                    (reason, iso_epoch(now), job.id),
+                )
+            tx.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, "
+                "leased_by = ?, updated_at = ? WHERE id = ?",
+                (now + lease_seconds, worker, iso_epoch(now), job.id),
+            )
+        return dataclasses.replace(job, status="running", attempts=job.attempts + 1, leased_by=worker)
+
+    def save_result(self, job_id: int, worker: str, result: dict[str, Any]) -> None:
+        """Keep a job's model answer, so a retry replays it instead of asking again."""
+        with self.db.write() as tx:
+            tx.execute(
+                "UPDATE jobs SET result = ? WHERE id = ? AND leased_by = ?",
+                (json.dumps(result, ensure_ascii=False), job_id, worker),
+            )
+
+    def fail(self, job_id: int, worker: str, error: str, retry_at: float | None) -> None:
+        """Record a failure: back to pending until ``retry_at``, or failed for good (``None``)."""
+        with self.db.write() as tx:
+            if retry_at is None:
+                tx.execute(
+                    "UPDATE jobs SET status = 'failed', last_error = ?, lease_until = NULL, "
+                    "updated_at = ? WHERE id = ? AND leased_by = ?",
+                    (error, iso_epoch(time.time()), job_id, worker),
+                )
+            else:
+                tx.execute(
+                    "UPDATE jobs SET status = 'pending', last_error = ?, next_run_at = ?, "
+                    "lease_until = NULL, updated_at = ? WHERE id = ? AND leased_by = ?",
+                    (error, retry_at, iso_epoch(time.time()), job_id, worker),
+                )
+
+    def finish(self, job_id: int, worker: str) -> bool:
+        """Mark a job done; ``False`` if the worker lost its lease (another took it over)."""
+        with self.db.write() as tx:
+            return finish(tx, job_id, worker)
+
+    def release(self, workers: Sequence[str]) -> int:
+        """Make the jobs leased by dead ``workers`` due now, instead of after their lease."""
+        if not workers:
+            return 0
+        with self.db.write() as tx:
+            return tx.rowcount(
+                f"UPDATE jobs SET lease_until = 0 WHERE status = 'running' AND leased_by IN {tx.in_list(workers)}",
+                tuple(workers),
+            )
+
+    def running_workers(self) -> list[str]:
+        """Workers holding a lease now."""
+        with self.db.read() as tx:
+            return tx.column(
+                "SELECT DISTINCT leased_by FROM jobs WHERE status = 'running' AND leased_by IS NOT NULL"
+            )
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per status."""
+        with self.db.read() as tx:
+            return {status: n for status, n in tx.all("SELECT status, COUNT(*) FROM jobs GROUP BY status")}
+
+    def rows(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
+        """Journal rows, newest first, optionally of one status."""
+        with self.db.read() as tx:
+            rows = tx.all(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?",
+                (status, status, limit),
+            )
+        return [JobRow(*r) for r in rows]
+
+    def next_due(self) -> float | None:
+        """When the next job is due (epoch seconds): a pending one's run time or a running
+        one's lease end; ``None`` when none is pending or running."""
+        with self.db.read() as tx:
+            return tx.scalar(
+                "SELECT MIN(CASE status WHEN 'pending' THEN next_run_at ELSE lease_until END) "
+                "FROM jobs WHERE status IN ('pending', 'running')"
+            )

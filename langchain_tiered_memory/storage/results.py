@@ -1,0 +1,118 @@
+"""Committing what a job produced, atomically with the job's completion.
+
+An extraction job's results — entity updates, memories (and the older memories they
+supersede), the new running summary and the thread's watermarks — are committed together
+with marking the job done, or not at all: a job that loses its lease commits nothing, and
+a replay after a crash finds its memories already stored under the same ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .database import Database, Tx
+from .entities import upsert_entity
+from .jobs import finish, holds_lease
+from .memories import STALE, insert_memories
+from .rows import EntityUpdate, JobRow, MemoryRow, SummaryUpdate
+
+
+def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
+    """Close the current memories that ``rows`` restate with another value.
+
+    A memory with a ``subject`` (a normalised "who/what + attribute" key, e.g. ``"user
+    home city"``) supersedes the user's current memories of that subject stated before it:
+    they get ``valid_to`` = its ``valid_from`` and ``superseded_by`` = its id, and stay for
+    history. One stated after it (an import of older history) closes it instead. Returns the
+    ids closed (their index points must be rewritten: default recall leaves them out).
+    """
+    closed: list[str] = []
+    for row in rows:
+        if not row.subject:
+            continue
+        current = tx.all(
+            "SELECT id, valid_from FROM memories WHERE user_id = ? AND subject = ? "
+            "AND valid_to IS NULL AND id != ?",
+            (row.user_id, row.subject, row.id),
+        )
+        newer = [(vf, mid) for mid, vf in current if vf > row.valid_from]
+        older = [mid for mid, vf in current if vf <= row.valid_from]
+        if older:
+            tx.execute(
+                f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
+                f"WHERE id IN {tx.in_list(older)}",
+                (row.valid_from, row.id, *older),
+            )
+            closed += older
+        if newer:
+            at, by = min(newer)
+            tx.execute(
+                f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} WHERE id = ?",
+                (at, by, row.id),
+            )
+            closed.append(row.id)
+    return closed
+
+
+class Results:
+    """The commits of jobs' results."""
+
+    def __init__(self, db: Database, decay: float = 0.95) -> None:
+        self.db = db
+        self.decay = decay
+
+    def complete_extraction(
+        self,
+        job: JobRow,
+        worker: str,
+        *,
+        user_id: str,
+        thread_id: str,
+        entities: Sequence[EntityUpdate],
+        memories: Sequence[MemoryRow],
+        summary: SummaryUpdate | None,
+        extracted_through: int,
+        now: str,
+    ) -> bool:
+        """Commit an extraction job's results and mark it done, atomically.
+
+        Returns ``False`` (committing nothing) if the worker lost its lease meanwhile.
+        Entity merges read the current profile inside the transaction, so concurrent jobs
+        of one user cannot lose each other's attributes.
+        """
+        with self.db.write() as tx:
+            if not holds_lease(tx, job.id, worker):
+                return False
+            for update in entities:
+                upsert_entity(tx, user_id, thread_id, update, now)
+            inserted = set(insert_memories(tx, memories, self.decay))
+            supersede(tx, [m for m in memories if m.id in inserted])
+            greatest = tx.dialect.greatest
+            if summary is not None and job.thread_key is not None:
+                tx.execute(
+                    "INSERT INTO summaries (thread_key, user_id, text, tokens, first_seq, last_seq, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(thread_key) DO UPDATE SET "
+                    "text = excluded.text, tokens = excluded.tokens, last_seq = excluded.last_seq, "
+                    "updated_at = excluded.updated_at",
+                    (job.thread_key, user_id, summary.text, summary.tokens, summary.first_seq,
+                     summary.last_seq, now),
+                )
+                tx.execute(
+                    f"UPDATE threads SET summarized_through = {greatest}(summarized_through, ?) WHERE id = ?",
+                    (summary.last_seq, job.thread_key),
+                )
+            if job.thread_key is not None:
+                tx.execute(
+                    f"UPDATE threads SET extracted_through = {greatest}(extracted_through, ?) WHERE id = ?",
+                    (extracted_through, job.thread_key),
+                )
+            finish(tx, job.id, worker)
+        return True
+
+    def add_memories(self, rows: Sequence[MemoryRow]) -> list[str]:
+        """Insert memories (``remember``), superseding older values of their subjects."""
+        with self.db.write() as tx:
+            inserted = insert_memories(tx, rows, self.decay)
+            keep = set(inserted)
+            supersede(tx, [r for r in rows if r.id in keep])
+        return inserted

@@ -1,0 +1,251 @@
+"""The SQLite schema: one step per version, each run once in the transaction that bumps
+``PRAGMA user_version``, so a crash mid-migration leaves the old version intact.
+
+Tables (what owns what is in ``../shared/DESIGN.md``): ``threads`` and ``messages`` (the log),
+``summaries``, ``entities`` with ``entity_attributes`` and the FTS5 index ``entities_fts``,
+``jobs`` (the journal), ``episodes``, ``store_items`` (LangGraph store), ``memories`` with
+``memory_aliases`` (ids merged into a memory), ``forget_ops`` (forgets whose index deletions
+are pending) and ``meta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def _migrate_to_1(db: sqlite_utils.Database) -> None:
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    # AUTOINCREMENT, which sqlite-utils cannot declare: a thread forgotten and started again
+    # gets a new key, so an in-process cache keyed by it never takes the new for the old.
+    db.execute(
+        "CREATE TABLE threads ("
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "thread_id TEXT NOT NULL, "
+        "user_id TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "next_seq INTEGER NOT NULL DEFAULT 0, "
+        "generation INTEGER NOT NULL DEFAULT 0, "
+        "evicted_through INTEGER NOT NULL DEFAULT -1)"
+    )
+    db["threads"].create_index(["thread_id"], unique=True)
+    db["threads"].create_index(["user_id"])
+    db["messages"].create(
+        {
+            "id": int,
+            "thread_key": int,
+            "user_id": str,
+            "seq": int,
+            "message_id": str,
+            "type": str,
+            "tool_calls": int,
+            "data": str,
+            "tokens": int,
+            "counter": str,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={
+            "thread_key",
+            "user_id",
+            "seq",
+            "message_id",
+            "type",
+            "tool_calls",
+            "data",
+            "tokens",
+            "counter",
+            "created_at",
+        },
+        foreign_keys=[("thread_key", "threads", "id")],
+    )
+    db["messages"].create_index(["thread_key", "seq"], unique=True)
+    db["messages"].create_index(["thread_key", "message_id"], unique=True)
+    db["messages"].create_index(["user_id"])
+
+
+def _migrate_to_2(db: sqlite_utils.Database) -> None:
+    """Summaries, entity profiles with attribute history, the job journal and episodes."""
+    # Watermarks of the work done on a thread's log: summarised (left the window and folded
+    # into the summary) and extracted (entities and memories taken from it).
+    db["threads"].add_column("summarized_through", int, not_null_default=-1)
+    db["threads"].add_column("extracted_through", int, not_null_default=-1)
+    db["summaries"].create(
+        {
+            "thread_key": int,
+            "user_id": str,
+            "text": str,
+            "tokens": int,
+            "first_seq": int,
+            "last_seq": int,
+            "updated_at": str,
+        },
+        pk="thread_key",
+        not_null={"user_id", "text", "tokens", "first_seq", "last_seq", "updated_at"},
+        foreign_keys=[("thread_key", "threads", "id")],
+    )
+    db["summaries"].create_index(["user_id"])
+    db["entities"].create(
+        {
+            "id": int,
+            "user_id": str,
+            "name": str,
+            "name_key": str,
+            "type": str,
+            "search_text": str,
+            "source": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"user_id", "name", "name_key", "type", "search_text", "created_at", "updated_at"},
+    )
+    db["entities"].create_index(["user_id", "name_key"], unique=True)
+    db["entities"].create_index(["user_id", "updated_at"])
+    # Triggers keep the index in step with every write, inside the same transaction.
+    db["entities"].enable_fts(["name", "search_text"], create_triggers=True, tokenize="unicode61")
+    db["entity_attributes"].create(
+        {
+            "id": int,
+            "entity_id": int,
+            "key": str,
+            "value": str,
+            "learned_at": str,
+            "source": str,
+            "source_message": str,
+            "superseded_at": str,
+        },
+        pk="id",
+        not_null={"entity_id", "key", "value", "learned_at"},
+        foreign_keys=[("entity_id", "entities", "id")],
+    )
+    db["entity_attributes"].create_index(["entity_id", "key"])
+    db["jobs"].create(
+        {
+            "id": int,
+            "key": str,
+            "kind": str,
+            "user_id": str,
+            "thread_key": int,
+            "payload": str,
+            "result": str,
+            "status": str,
+            "attempts": int,
+            "next_run_at": float,
+            "lease_until": float,
+            "leased_by": str,
+            "last_error": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+        not_null={"key", "kind", "user_id", "payload", "status", "attempts", "next_run_at", "created_at", "updated_at"},
+        defaults={"attempts": 0, "status": "pending"},
+    )
+    db["jobs"].create_index(["key"], unique=True)
+    db["jobs"].create_index(["status", "next_run_at"])
+    db["jobs"].create_index(["user_id"])
+    db["episodes"].create(
+        {
+            "id": str,
+            "user_id": str,
+            "thread_id": str,
+            "started_at": str,
+            "ended_at": str,
+            "summary": str,
+            "decisions": str,
+            "outcome": str,
+            "topics": str,
+            "first_seq": int,
+            "last_seq": int,
+            "created_at": str,
+        },
+        pk="id",
+        not_null={"user_id", "thread_id", "started_at", "ended_at", "summary", "decisions", "outcome", "topics", "first_seq", "last_seq", "created_at"},
+    )
+    db["episodes"].create_index(["thread_id", "last_seq"], unique=True)
+    db["episodes"].create_index(["user_id", "ended_at"])
+
+
+def _migrate_to_3(db: sqlite_utils.Database) -> None:
+    """Generic LangGraph store items (namespaces other than a user's memories)."""
+    # AUTOINCREMENT: insertion order is the order InMemoryStore lists items in.
+    db.execute(
+        "CREATE TABLE store_items ("
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "ns_path TEXT NOT NULL, "
+        "namespace TEXT NOT NULL, "
+        "key TEXT NOT NULL, "
+        "value TEXT NOT NULL, "
+        "vectors TEXT, "
+        "created_at TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "ttl_minutes REAL, "
+        "expires_at REAL)"
+    )
+    db["store_items"].create_index(["ns_path", "key"], unique=True)
+    db["store_items"].create_index(["expires_at"])
+
+
+def _migrate_to_4(db: sqlite_utils.Database) -> None:
+    """Long-term memories owned by the database (the vector index only points at them),
+    the journal of forgets, and the store addresses of memories."""
+    db.execute(
+        "CREATE TABLE memories ("
+        "id TEXT PRIMARY KEY, "
+        "user_id TEXT NOT NULL, "
+        "content TEXT NOT NULL, "
+        "memory_type TEXT NOT NULL, "
+        "importance REAL NOT NULL, "
+        "metadata TEXT NOT NULL DEFAULT '{}', "
+        "session_id TEXT, "
+        "source_messages TEXT NOT NULL DEFAULT '[]', "
+        "created_at TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL, "
+        "last_accessed TEXT NOT NULL, "
+        "access_count INTEGER NOT NULL DEFAULT 0, "
+        "boost REAL NOT NULL DEFAULT 0, "
+        "valid_from TEXT NOT NULL, "
+        "valid_to TEXT, "
+        "superseded_by TEXT, "
+        "subject TEXT, "
+        "mergeable INTEGER NOT NULL DEFAULT 1, "
+        # ln(weight) + days × −ln(decay): the order of effective importance at any time, so
+        # the capacity eviction is an index scan (see storage/memories.py).
+        "keep_score REAL NOT NULL, "
+        # The recall index's point: 0 never written, 1 written, 2 to be rewritten.
+        "indexed INTEGER NOT NULL DEFAULT 0"
+        ") WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX memories_user_created ON memories (user_id, created_at)")
+    db.execute("CREATE INDEX memories_user_keep ON memories (user_id, keep_score)")
+    db.execute("CREATE INDEX memories_session ON memories (session_id)")
+    db.execute("CREATE INDEX memories_subject ON memories (user_id, subject) WHERE subject IS NOT NULL")
+    db.execute("CREATE INDEX memories_unindexed ON memories (indexed) WHERE indexed != 1")
+    db.execute(
+        "CREATE TABLE memory_aliases ("
+        "alias TEXT PRIMARY KEY, memory_id TEXT NOT NULL, user_id TEXT NOT NULL, "
+        "created_at TEXT NOT NULL) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX memory_aliases_memory ON memory_aliases (memory_id)")
+    db.execute(
+        "CREATE TABLE forget_ops ("
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, point_ids TEXT NOT NULL, "
+        "created_at TEXT NOT NULL)"
+    )
+    db.execute("ALTER TABLE store_items ADD COLUMN memory_id TEXT")
+    db.execute("CREATE INDEX store_items_memory ON store_items (memory_id) WHERE memory_id IS NOT NULL")
+    db.execute("ALTER TABLE episodes ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX episodes_unindexed ON episodes (indexed) WHERE indexed = 0")
+    db.execute("CREATE INDEX messages_created ON messages (thread_key, created_at)")
+
+
+#: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
+MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
+    1: _migrate_to_1,
+    2: _migrate_to_2,
+    3: _migrate_to_3,
+    4: _migrate_to_4,
+}

@@ -1,0 +1,321 @@
+"""One owner for every record: the database owns the text, the vector index is rebuilt from it.
+
+Forgetting leaves no byte of what was forgotten in any file; a lost index catches up; an
+interrupted forget finishes; several processes and several memory objects share a directory;
+a directory written by 0.1 moves its memories into the database.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from langchain_tiered_memory import CorruptDatabaseError, MemoryConfig, ShardLockedError, TieredMemory
+from langchain_tiered_memory.backends import Where
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+from langchain_tiered_memory.index import tenant_key
+
+INLINE = MemoryConfig(job_mode="inline")
+EMB = HashingEmbeddings()
+DATA = Path(__file__).parent / "data"
+
+
+def _open(path: Path, config: MemoryConfig = INLINE, **kw) -> TieredMemory:
+    return TieredMemory(path, config, embeddings=EMB, **kw)
+
+
+def _hits(root: Path, needle: str) -> list[str]:
+    """Every file under ``root`` holding ``needle`` (as UTF-8 bytes)."""
+    raw = needle.encode()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes())
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _checkpoint(memory: TieredMemory, user: str, thread: str, text: str) -> None:
+    builder = StateGraph(Chat)
+    builder.add_node("reply", lambda state: {"messages": [AIMessage(f"noted: {state['messages'][-1].content}")]})
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    graph = builder.compile(checkpointer=memory.checkpointer)
+    graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread, "user_id": user}})
+
+
+def _plant(memory: TieredMemory, user: str, canary: str) -> None:
+    """The canary in every layer of ``user``: messages, summary, an extracted memory and
+    entity, a remembered memory, a store item and a store memory, an episode, a checkpoint."""
+    for i in range(12):  # enough to evict, so the summary holds it too
+        memory.after_turn(user, f"{user}-t", [
+            HumanMessage(f"My name is {canary.title()} and I prefer {canary} tea. Turn {i}."),
+            AIMessage(f"Noted, {canary}."),
+        ])
+    memory.remember(user, f"user: my locker code is {canary}", "fact", 0.9)
+    memory.store.put(("profiles", user), "p", {"note": f"likes {canary}"})
+    memory.store.put(("memories", user), "k", {"content": f"the {canary} rule applies"})
+    memory.end_session(user, f"{user}-t")
+    _checkpoint(memory, user, f"{user}-graph", f"remember {canary}")
+    memory.flush()
+
+
+def test_forgetting_a_user_leaves_no_byte_of_them_in_any_file(tmp_path):
+    data = tmp_path / "memory"
+    gone, kept = "quokkavaporwave", "wombatsynthwave"
+    with _open(data, MemoryConfig(job_mode="inline", max_tokens=400, system_reserve=50, output_reserve=50)) as memory:
+        _plant(memory, "alice", gone)
+        _plant(memory, "bob", kept)
+        assert memory.summary("alice", "alice-t") and memory.entities("alice")
+        assert _hits(data, gone)  # it is on disk before: the scan can see it
+        counts = memory.forget(user_id="alice")
+        assert counts["messages"] == 24 and counts["memories"] >= 2 and counts["checkpoints"] >= 1
+        assert counts["episodes"] == 1 and counts["store_items"] == 2
+    assert _hits(data, gone) == []
+    # Bob is intact, in every layer.
+    with _open(data) as memory:
+        assert kept in memory.get_messages("bob", "bob-t")[0].text
+        assert memory.search("bob", f"locker code {kept}", k=1)[0].entry.content.endswith(kept)
+        assert memory.store.get(("profiles", "bob"), "p").value == {"note": f"likes {kept}"}
+        assert memory.search_episodes("bob") and memory.entities("bob")
+        assert memory.stats()["index"] == {"pending": 0, "forgets_pending": 0, "held_elsewhere": None}
+    assert _hits(data, kept)
+
+
+@pytest.mark.parametrize("what", ["thread", "memory"])
+def test_forgetting_a_thread_or_a_memory_leaves_no_byte_of_it(tmp_path, what):
+    data = tmp_path / "memory"
+    gone = "axolotlmarimba"
+    with _open(data) as memory:
+        memory.after_turn("alice", "keep", [HumanMessage("I like plain water.")])
+        if what == "thread":
+            memory.after_turn("alice", "t", [HumanMessage(f"My dog is called {gone}."), AIMessage(f"Hello {gone}!")])
+            memory.end_session("alice", "t")
+            memory.flush()
+            assert memory.forget(thread_id="t")["messages"] == 2
+        else:
+            mid = memory.remember("alice", f"user: my password hint is {gone}")
+            assert memory.forget(user_id="alice", memory_id=mid) == {"memories": 1}
+        assert memory.get_messages("alice", "keep")
+    assert _hits(data, gone) == []
+
+
+def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path):
+    data = tmp_path / "memory"
+    facts = [f"user: fact number {i} is about the colour {c}" for i, c in enumerate(["red", "teal", "ochre", "mauve"])]
+    with _open(data) as memory:
+        ids = [memory.remember("alice", f) for f in facts]
+        memory.after_turn("alice", "t", [HumanMessage("We planned the Kyoto trip."), AIMessage("Booked.")])
+        memory.end_session("alice", "t")
+        memory.flush()
+    shutil.rmtree(data / "qdrant")
+    with _open(data) as memory:
+        # The records were never in the index alone: nothing is lost, and it says so.
+        assert memory.stats()["memories"] == len(memory.list_memories("alice")) >= 4
+        assert memory.flush(timeout=60)
+        for memory_id, fact in zip(ids, facts):
+            colour = fact.split()[-1]
+            assert memory.search("alice", f"the colour {colour}", k=1)[0].entry.id == memory_id
+        assert memory.search_episodes("alice", "Kyoto trip")
+        assert memory.stats()["index"]["pending"] == 0
+
+
+def test_a_partly_lost_index_catches_up_on_open(tmp_path):
+    data = tmp_path / "memory"
+    with _open(data) as memory:
+        ids = [memory.remember("alice", f"user: my note {i} mentions {w}") for i, w in enumerate(["oboe", "kayak", "quince"])]
+        memory._index.backend().delete(ids[:2])  # points lost, records kept
+    with _open(data) as memory:
+        assert memory.flush(timeout=60)
+        assert memory.search("alice", "oboe", k=1)[0].entry.id == ids[0]
+        assert memory.search("alice", "kayak", k=1)[0].entry.id == ids[1]
+
+
+KILLED_FORGET = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+from langchain_tiered_memory.index import RecallIndex
+
+memory = TieredMemory({data!r}, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings())
+print(memory.remember("alice", "user: my bank is Lunar Credit Union"), flush=True)
+memory.remember("bob", "user: my bank is Lunar Credit Union too")
+# Die between the database's delete and the index's: the points are left behind.
+RecallIndex.resume_forgets = lambda self: os._exit(9)
+memory.forget(user_id="alice")
+"""
+
+
+def test_a_forget_killed_between_the_layers_finishes_on_the_next_open(tmp_path):
+    data = tmp_path / "memory"
+    script = KILLED_FORGET.format(tests=str(Path(__file__).parent), data=str(data))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    with _open(data) as memory:
+        # The records went in the forget's one transaction; the journal kept what is left.
+        assert memory.list_memories("alice") == []
+        assert memory.flush(timeout=60)
+        backend = memory._index.backend()
+        assert backend.count(Where(equals={"user": tenant_key("alice")})) == 0
+        assert backend.count(Where(equals={"user": tenant_key("bob")})) == 1
+        assert memory.stats()["index"]["forgets_pending"] == 0
+
+
+HOLDER = """
+import sys, time
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+
+memory = TieredMemory({data!r}, MemoryConfig(job_mode="background"), embeddings=HashingEmbeddings())
+memory.remember("alice", "user: I like oolong tea")  # opens the index: this process holds it
+print("holding", flush=True)
+for line in sys.stdin:
+    command = line.strip()
+    if command == "search":
+        memory.flush(timeout=60)
+        hits = memory.search("bob", "the user lives in Porto", k=3, peek=True)
+        print("FOUND", [h.entry.content for h in hits], flush=True)
+    elif command == "forgets":
+        memory.flush(timeout=60)
+        print("FORGETS", memory.stats()["index"]["forgets_pending"], flush=True)
+    elif command == "quit":
+        break
+memory.close()
+print("closed", flush=True)
+"""
+
+
+def test_a_second_process_shares_the_directory_and_leaves_the_index_to_its_holder(tmp_path):
+    data = tmp_path / "memory"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(data=str(data))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        memory = _open(data, MemoryConfig(job_mode="background"))
+        errors: list[BaseException] = []
+
+        def talk(n: int) -> None:
+            try:
+                for i in range(5):
+                    memory.after_turn("bob", f"bob-{n}", [
+                        HumanMessage(f"My name is Bob and I live in Porto. Thread {n}, turn {i}."),
+                        AIMessage("Noted."),
+                    ])
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=talk, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        # B runs its jobs (extraction needs no index) and does not wait for the holder.
+        assert memory.flush(timeout=60)
+        stats = memory.stats()
+        assert stats["jobs"]["failed"] == 0 and stats["jobs"]["pending"] == 0 and stats["jobs"]["done"] >= 4
+        assert "qdrant_url=" in stats["index"]["held_elsewhere"]
+        # The context of a process without the index is the other sections, marked degraded.
+        context = memory.before_turn("bob", "bob-0", query="where does Bob live?")
+        assert context.degraded and "memories" in context.degraded[0] and "qdrant_url=" in context.degraded[0]
+        assert "Porto" in context.memory_block  # the entities section still answers
+        with pytest.raises(ShardLockedError, match="qdrant_url="):
+            memory.search("bob", "where does Bob live?")
+        # A forget here deletes the records now and leaves the points to the holder.
+        memory.remember("carol", "user: I am Carol")
+        assert memory.forget(user_id="carol")["memories"] == 1
+        # The holder indexes B's records and finishes B's forget.
+        holder.stdin.write("search\n")
+        holder.stdin.flush()
+        found = holder.stdout.readline()
+        assert found.startswith("FOUND") and "Porto" in found
+        holder.stdin.write("forgets\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "FORGETS 0"
+        holder.stdin.write("quit\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "closed"
+        holder.wait(timeout=30)
+        # Once the holder has gone, B takes the index over.
+        deadline = time.monotonic() + 30
+        while memory.stats()["index"]["held_elsewhere"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+            memory.flush(timeout=10)
+        assert "Porto" in memory.search("bob", "the user lives in Porto", k=3)[0].entry.content
+        assert not memory.before_turn("bob", "bob-0", query="where does Bob live?").degraded
+        memory.close()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_two_memory_objects_in_one_process_share_the_shard(tmp_path):
+    data = tmp_path / "memory"
+    first = _open(data)
+    first.remember("alice", "user: I keep bees")
+    second = _open(data)  # a notebook cell run twice
+    assert second.search("alice", "bees")[0].entry.content == "user: I keep bees"
+    second.remember("alice", "user: I also keep chickens")
+    assert first.search("alice", "chickens")[0].entry.content == "user: I also keep chickens"
+    first.close()
+    assert second.search("alice", "bees")  # still open for the second
+    second.close()
+
+
+def test_a_directory_of_version_0_1_moves_its_memories_into_the_database(tmp_path):
+    data = tmp_path / "memory"
+    data.mkdir()
+    with tarfile.open(DATA / "directory-v0.1.tar.xz") as archive:
+        archive.extractall(data, filter="data")
+    assert (data / "qdrant" / "memories" / "shard").is_dir()
+    with _open(data) as memory:
+        contents = {e.content: e for e in memory.list_memories("alice")}
+        assert set(contents) == {
+            "Alice books aisle seats on planes", "user: I prefer window seats on trains",
+            "The user's name is Alice.", "The user prefers green tea.", "The user lives in Paris.",
+        }
+        assert contents["user: I prefer window seats on trains"].metadata == {"src": "manual"}
+        assert [e.content for e in memory.list_memories("bob")] == ["user: my sister lives in Porto"]
+        # The store put is a store item again, its metadata no longer carrying the address.
+        item = memory.store.get(("memories", "alice"), "seat-pref")
+        assert item.value == {"content": "Alice books aisle seats on planes", "importance": 0.7}
+        assert contents["Alice books aisle seats on planes"].metadata == {}
+        assert memory.store.get(("profiles", "alice"), "p").value == {"tz": "Europe/Paris"}
+        assert memory.flush(timeout=60)
+        assert memory.search("alice", "window seats trains", k=1)[0].entry.content.startswith("user: I prefer")
+        assert memory.search_episodes("alice", "green tea Paris")
+    # The old shards held text: they are gone, overwritten first.
+    assert not (data / "qdrant" / "memories").exists() and not (data / "qdrant" / "episodes").exists()
+    assert _hits(data, "window seats") == [] or all(h.startswith("memory.db") for h in _hits(data, "window seats"))
+
+
+def test_an_emptied_database_beside_its_index_is_refused(tmp_path):
+    data = tmp_path / "memory"
+    with _open(data) as memory:
+        memory.remember("alice", "user: I have a cat")
+    (data / "memory.db").write_bytes(b"")
+    for side in ("memory.db-wal", "memory.db-shm"):
+        (data / side).unlink(missing_ok=True)
+    with pytest.raises(CorruptDatabaseError, match="backup"):
+        _open(data)
+    os.remove(data / "memory.db")
+    with pytest.raises(CorruptDatabaseError, match="qdrant"):
+        _open(data)
+    shutil.rmtree(data / "qdrant")
+    with _open(data) as memory:
+        assert memory.stats()["memories"] == 0
+
