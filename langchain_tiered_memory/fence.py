@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Iterable
 
 # `regex` (a dependency of tiktoken) knows Unicode categories; `re` does not.
-import regex
+import regex  # type: ignore[import-untyped,unused-ignore]
 
 __all__ = ["FENCES", "normalise", "quote"]
 
@@ -76,7 +76,7 @@ def normalise(text: str) -> str:
     """``text`` as a model reads it: NFKC, without format (Cf) characters."""
     if text.isascii():
         return text  # ASCII is its own NFKC form and has no format characters
-    return _FORMAT.sub("", unicodedata.normalize("NFKC", text))
+    return str(_FORMAT.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def quote(text: str, fences: Iterable[str] | None = None) -> str:

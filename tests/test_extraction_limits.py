@@ -8,7 +8,6 @@ import ast
 import json
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 

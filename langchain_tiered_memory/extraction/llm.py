@@ -144,6 +144,10 @@ class LLMExtractor:
         self.name = f"llm:{type(model).__name__}:{model_id(model)}"
         self._forced: StructuredMethod | None = None if method == "auto" else method
         self._key = model_key(model)
+        # A model without a name is known only by its instance, whose id() a later model may
+        # reuse: what worked for it is kept on this extractor, not in the process-wide memo.
+        self._shared = model_id(model) != "?"
+        self._learned: StructuredMethod | None = None
         self._counter = counter
         self._runnables: dict[tuple[str, str], Any] = {}
 
@@ -168,7 +172,7 @@ class LLMExtractor:
         if self._forced is not None:
             return [self._forced]
         offered = [m for m in AUTO_METHODS if supports(self.model, m) and self._runnable(TURN_TOOL, m) is not None]
-        known = remembered_method(self._key)
+        known = remembered_method(self._key) if self._shared else self._learned
         # What worked before comes first; only the methods after it are fallbacks.
         return offered[offered.index(known) :] if known in offered else offered
 
@@ -231,7 +235,9 @@ class LLMExtractor:
             elif source == "text" and method == "function_calling":
                 used = "text"  # the server ignored the tool: ask for text next time
             if self._forced is None:
-                remember_method(self._key, used)
+                self._learned = used
+                if self._shared:
+                    remember_method(self._key, used)
             recorded: ExtractionMethod = used
             return result.model_copy(update={"method": recorded})
         raise ExtractionError(f"{what}: no way of asking {self.name} worked: " + "; ".join(failures))

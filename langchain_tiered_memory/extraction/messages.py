@@ -22,7 +22,7 @@ _SPEAKERS = {"human": "user", "ai": "assistant", "system": "system", "tool": "to
 
 def message_text(message: BaseMessage) -> str:
     """The text of a message (text blocks only), tool calls described briefly."""
-    text = message.text
+    text = str(message.text)
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = ", ".join(
             f"{c['name']}({json.dumps(c.get('args', {}), ensure_ascii=False, default=str)})"

@@ -89,7 +89,7 @@ class DroppedItem(BaseModel):
     #: position of its entity.
     index: int = Field(ge=0)
     #: How many consecutive items this record stands for (the excess past a limit).
-    count: int = Field(1, ge=1)
+    count: int = Field(default=1, ge=1)
     reason: str
 
 
@@ -243,7 +243,7 @@ def _entity(item: Any, i: int, dropped: list[DroppedItem]) -> ExtractedEntity:
         attributes, bad = normalise_attributes(raw)
     except ValueError as exc:
         attributes, bad = {}, [(0, str(exc))]
-    entity = ExtractedEntity(name=name, type=item.get("type"), attributes=attributes)
+    entity = ExtractedEntity.model_validate({"name": name, "type": item.get("type"), "attributes": attributes})
     for pos, reason in bad:
         count = len(raw) - pos if isinstance(raw, (list, tuple, Mapping)) and pos == MAX_ATTRIBUTES else 1
         dropped.append(DroppedItem(kind="attribute", index=i, count=count, reason=f"{entity.name!r}: {reason}"))
@@ -261,10 +261,12 @@ def _memory(item: Any, counter: TokenCounter | None) -> ExtractedMemory:
         content = item.get("content")
         if content is None:
             content = item.get("text", item.get("memory", item.get("statement")))
-        memory = ExtractedMemory(
-            content=content,
-            memory_type=item.get("memory_type", item.get("type")),
-            importance=item.get("importance"),
+        memory = ExtractedMemory.model_validate(
+            {
+                "content": content,
+                "memory_type": item.get("memory_type", item.get("type")),
+                "importance": item.get("importance"),
+            }
         )
     # A token is at least one character: only long contents can be over the token limit.
     if counter is not None and len(memory.content) > MAX_CONTENT_TOKENS:

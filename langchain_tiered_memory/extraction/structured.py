@@ -16,7 +16,8 @@ output at all (no tool call, no usable JSON); the next method is then tried with
 same extraction. A timeout, a connection error or a malformed tool call is not a method's
 failure: it is raised, and the job retries. What worked is remembered per model identity
 (:func:`model_key`: class, endpoint and model name) for the life of the process, so later
-calls — of any extractor over the same model — go straight to it.
+calls — of any extractor over the same model — go straight to it (a model without a name
+only within its extractor).
 
 The schemas sent (:data:`TURN_TOOL`, :data:`EPISODE_TOOL`) are strict-mode compatible:
 every field required, no free-form objects (attributes are ``{"key", "value"}`` pairs).
@@ -136,7 +137,7 @@ def model_key(model: BaseChatModel) -> str:
     """The identity of the model behind ``model``: class, endpoint and model name.
 
     Two instances talking to the same server and model share it. A model without a name
-    is identified by the instance itself.
+    is identified by the instance itself (and its method is not remembered process-wide).
     """
     cls = f"{type(model).__module__}.{type(model).__qualname__}"
     name = model_id(model)

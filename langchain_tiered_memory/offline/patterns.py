@@ -62,9 +62,9 @@ JOB_WORDS = {
     "trader", "salesperson", "marketer", "recruiter", "administrator", "admin", "technician",
     "assistant", "secretary", "clerk", "cashier", "driver", "tutor", "coach", "trainer",
     "paramedic", "soldier", "police", "detective", "actor", "actress", "singer", "dancer",
-    "producer", "director", "freelancer", "contractor", "lead", "specialist", "coordinator",
-    "executive", "owner", "partner", "sre", "devops", "student", "phd", "postdoc", "retiree",
-    "scientist", "mathematician", "physicist", "chemist", "biologist", "statistician",
+    "producer", "freelancer", "contractor", "lead", "specialist", "coordinator",
+    "executive", "owner", "partner", "sre", "devops", "phd", "postdoc", "retiree",
+    "mathematician", "physicist", "chemist", "biologist", "statistician",
 }
 DIETS = {"vegan", "vegetarian", "pescatarian", "keto", "gluten-free", "kosher", "halal"}
 HEALTH = {"diabetic", "celiac", "coeliac", "lactose intolerant", "gluten intolerant",

@@ -250,9 +250,9 @@ class _Rules:
             f.add_attr("health", cond, join=True)
             mem(f"The user is {cond}", "fact", "health")
         m = R_ALLERGY.search(clause)
-        if m and (what := object_phrase(m.group("what"), 6)):
-            f.add_attr("allergies", what, join=True)
-            mem(f"The user is allergic to {what}", "fact", "health")
+        if m and (allergen := object_phrase(m.group("what"), 6)):
+            f.add_attr("allergies", allergen, join=True)
+            mem(f"The user is allergic to {allergen}", "fact", "health")
         m = R_MARITAL.search(clause)
         if m:
             status = m.group("status").lower()

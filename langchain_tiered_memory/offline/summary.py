@@ -273,9 +273,9 @@ def extractive_episode(
     outcome = ""
     for label in ("assistant", None):
         for lab, text in reversed(texts):
-            first = split_sentences(text)
-            if first and (label is None or lab == label):
-                outcome = first[0]
+            opening = split_sentences(text)
+            if opening and (label is None or lab == label):
+                outcome = opening[0]
                 break
         if outcome:
             break

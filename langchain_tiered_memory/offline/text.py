@@ -119,7 +119,7 @@ def to_third_person(text: str) -> str:
     repeating "the user's".
     """
     for pattern, repl in _PRONOUN_RULES:
-        text = pattern.sub(repl, text)  # type: ignore[arg-type]
+        text = pattern.sub(repl, text)
     first = True
 
     def my(match: re.Match[str]) -> str:
