@@ -441,3 +441,86 @@ def test_extraction_and_offline_import_no_module_that_imports_them_back():
         "langchain_tiered_memory.extraction.schema",
         "langchain_tiered_memory.extraction.messages",
     }
+
+
+# --------------------------------------------------------------------------- a real ChatOpenAI
+
+
+class _StubServer:
+    """An OpenAI-compatible chat-completions endpoint that behaves like a given server.
+
+    ``openai`` honours ``response_format``; ``llama-refuses`` answers HTTP 400 to a JSON
+    schema and to an object ``tool_choice``; ``llama-writes`` refuses the schema and writes
+    a requested tool call as text. Plain requests get the JSON answer as text.
+    """
+
+    def __init__(self, behaviour: str, answer: dict) -> None:
+        import http.server
+        import threading
+
+        self.behaviour, self.answer, self.requests = behaviour, answer, []
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                status, payload = stub.reply(body)
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def reply(self, body: dict) -> tuple[int, dict]:
+        schema = body.get("response_format", {}).get("type") == "json_schema"
+        forced_tool = isinstance(body.get("tool_choice"), dict)
+        if self.behaviour != "openai" and (schema or (forced_tool and self.behaviour == "llama-refuses")):
+            return 400, {"error": {"message": "unsupported request parameter", "type": "invalid_request_error"}}
+        content = json.dumps(self.answer)
+        if forced_tool:  # llama-writes: the model writes the call instead of making it
+            content = "<tool_call>\n" + json.dumps({"name": "TurnExtraction", "arguments": self.answer}) + "\n</tool_call>"
+        message = {"role": "assistant", "content": content}
+        return 200, {
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(
+    "behaviour, method, requests",
+    [("openai", "json_schema", 1), ("llama-refuses", "text", 3), ("llama-writes", "text", 2)],
+)
+def test_a_real_chat_openai_gets_the_method_its_server_supports(behaviour, method, requests):
+    from langchain_openai import ChatOpenAI
+
+    stub = _StubServer(behaviour, PAYLOAD)
+    try:
+        model = ChatOpenAI(model=f"stub-{behaviour}", base_url=stub.url, api_key="k", max_retries=0)
+        extractor = LLMExtractor(model, timeout=10)
+        result = extractor.extract_turn(TURN)
+        assert result.method == method and len(stub.requests) == requests
+        assert [m.content for m in result.memories] == ["The user lives in Paris."]
+        assert result.entities[0].attributes == {"location": "Paris"}
+        first = stub.requests[0]["response_format"]["json_schema"]
+        assert first["strict"] is True and first["name"] == "TurnExtraction"
+        # Remembered for this server and model: one request next time, straight to it.
+        LLMExtractor(ChatOpenAI(model=f"stub-{behaviour}", base_url=stub.url, api_key="k", max_retries=0)).extract_turn(TURN)
+        assert len(stub.requests) == requests + 1
+        last = stub.requests[-1]
+        assert ("response_format" in last) == (method == "json_schema") and "tools" not in last
+    finally:
+        stub.close()
