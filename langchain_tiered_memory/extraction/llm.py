@@ -240,7 +240,12 @@ class LLMExtractor:
                     remember_method(self._key, used)
             recorded: ExtractionMethod = used
             return result.model_copy(update={"method": recorded})
-        raise ExtractionError(f"{what}: no way of asking {self.name} worked: " + "; ".join(failures))
+        advice = (
+            f"; method={self._forced!r} was forced: pass method='auto' to let the extractor choose"
+            if self._forced is not None
+            else ""
+        )
+        raise ExtractionError(f"{what}: no way of asking {self.name} worked: " + "; ".join(failures) + advice)
 
     def _render(self, messages: Sequence[BaseMessage]) -> str:
         return render_messages(messages, counter=self.counter, max_message_tokens=self.max_message_tokens)

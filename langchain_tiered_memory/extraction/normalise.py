@@ -38,6 +38,7 @@ __all__ = [
     "normalise_entity_type",
     "normalise_importance",
     "normalise_memory_type",
+    "split_attributes",
 ]
 
 DEFAULT_IMPORTANCE = 0.5
@@ -195,7 +196,12 @@ def _pairs(value: Any) -> list[tuple[Any, Any] | str]:
     return out
 
 
-def normalise_attributes(value: Any) -> tuple[dict[str, str], list[tuple[int, str]]]:
+def normalise_attributes(value: Any) -> dict[str, str]:
+    """Attributes as ``{key: str}``; unusable ones left out (see :func:`split_attributes`)."""
+    return split_attributes(value)[0]
+
+
+def split_attributes(value: Any) -> tuple[dict[str, str], list[tuple[int, str]]]:
     """Attributes as ``{key: str}`` and the ``(position, reason)`` of each one dropped.
 
     Accepts an object or a list of ``{"key", "value"}`` pairs (what strict JSON schemas

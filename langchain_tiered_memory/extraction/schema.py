@@ -52,6 +52,7 @@ from .normalise import (
     clean_text,
     kind_of,
     normalise_attributes,
+    split_attributes,
     normalise_entity_type,
     normalise_importance,
     normalise_memory_type,
@@ -155,7 +156,7 @@ class ExtractedEntity(BaseModel):
     @field_validator("attributes", mode="before")
     @classmethod
     def _attributes(cls, value: Any) -> dict[str, str]:
-        return normalise_attributes(value)[0]
+        return normalise_attributes(value)
 
 
 class ExtractedMemory(BaseModel):
@@ -240,7 +241,7 @@ def _entity(item: Any, i: int, dropped: list[DroppedItem]) -> ExtractedEntity:
         name = item.get("entity", item.get("entity_name"))
     raw = item.get("attributes")
     try:
-        attributes, bad = normalise_attributes(raw)
+        attributes, bad = split_attributes(raw)
     except ValueError as exc:
         attributes, bad = {}, [(0, str(exc))]
     entity = ExtractedEntity.model_validate({"name": name, "type": item.get("type"), "attributes": attributes})
