@@ -228,7 +228,7 @@ class TestRules:
                 HumanMessage("Nice."),
             ]
         )
-        assert result == TurnExtraction()
+        assert result == TurnExtraction(method="rules")
 
     def test_questions_and_hypotheticals_are_skipped(self):
         assert turn("Where do I live?", "If I lived in Rome I would be happy", "What if I moved to Oslo?").memories == []
@@ -356,7 +356,7 @@ class TestOfflineExtractor:
         assert counter.count_text(ex.compress_summary(summary, 30)) <= 30
 
     def test_logs_offline_mode_once(self, caplog, monkeypatch):
-        monkeypatch.setattr(offline, "_noticed", False)
+        monkeypatch.setattr(offline.extractor, "_noticed", False)
         with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
             OfflineExtractor()
             OfflineExtractor()

@@ -1,0 +1,115 @@
+"""Extraction: what a conversation adds to memory, from a chat model or from offline rules.
+
+One structured call per turn returns entities, memories with their importance and — when
+messages left the window — the updated running summary (:class:`TurnExtraction`); one call
+per finished session returns an episode (:class:`EpisodeExtraction`). Any ``BaseChatModel``
+works (:class:`LLMExtractor`); without one, :class:`OfflineExtractor` applies English rules.
+:func:`make_extractor` picks between them.
+
+Modules, one job each:
+
+- :mod:`.schema` — the results, item-by-item validation, the :class:`Extractor` protocol,
+  argument checks; :mod:`.normalise` — what models write turned into stored values, and the
+  per-answer limits; :mod:`.messages` — messages as prompt lines;
+- :mod:`.parsing` — the tolerant, bounded reading of an answer;
+- :mod:`.structured` — which structured-output method each model gets, remembered;
+  :mod:`.calls` — a model call bounded in time; :mod:`.prompts` — the prompts;
+- :mod:`.llm` — :class:`LLMExtractor`, :func:`default_model`, :func:`make_extractor`.
+
+The offline package imports only :mod:`.schema` and :mod:`.messages` from here, and this
+package's ``__init__`` loads :mod:`.llm` (which uses the offline summaries) on first use,
+so no module imports one that imports it back.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..vocabulary import ENTITY_TYPES, MEMORY_TYPES, RELATION_ATTRIBUTE, SELF, USER_ENTITY, MemoryType
+from .calls import MAX_HUNG_CALLS
+from .messages import message_text, render_messages, speaker
+from .normalise import (
+    DEFAULT_IMPORTANCE,
+    MAX_ATTRIBUTES,
+    MAX_CONTENT_CHARS,
+    MAX_CONTENT_TOKENS,
+    MAX_ENTITIES,
+    MAX_MEMORIES,
+    normalise_attributes,
+    normalise_importance,
+)
+from .parsing import MAX_ANSWER_CHARS, parse_json_object, parse_text, validate_payload
+from .prompts import PLACEHOLDERS, Prompts
+from .schema import (
+    DroppedItem,
+    EpisodeExtraction,
+    ExtractedEntity,
+    ExtractedMemory,
+    ExtractionMethod,
+    Extractor,
+    TurnExtraction,
+)
+from .structured import StructuredMethod, forget_methods
+
+if TYPE_CHECKING:
+    from ..offline import OfflineExtractor
+    from .llm import LLMExtractor, default_model, make_extractor
+
+__all__ = [
+    "DEFAULT_IMPORTANCE",
+    "ENTITY_TYPES",
+    "MAX_ANSWER_CHARS",
+    "MAX_ATTRIBUTES",
+    "MAX_CONTENT_CHARS",
+    "MAX_CONTENT_TOKENS",
+    "MAX_ENTITIES",
+    "MAX_HUNG_CALLS",
+    "MAX_MEMORIES",
+    "MEMORY_TYPES",
+    "PLACEHOLDERS",
+    "RELATION_ATTRIBUTE",
+    "SELF",
+    "USER_ENTITY",
+    "DroppedItem",
+    "EpisodeExtraction",
+    "ExtractedEntity",
+    "ExtractedMemory",
+    "ExtractionMethod",
+    "Extractor",
+    "LLMExtractor",
+    "MemoryType",
+    "OfflineExtractor",
+    "Prompts",
+    "StructuredMethod",
+    "TurnExtraction",
+    "default_model",
+    "forget_methods",
+    "make_extractor",
+    "message_text",
+    "normalise_attributes",
+    "normalise_importance",
+    "parse_json_object",
+    "parse_text",
+    "render_messages",
+    "speaker",
+    "validate_payload",
+]
+
+_LAZY = {
+    "LLMExtractor": ".llm",
+    "default_model": ".llm",
+    "make_extractor": ".llm",
+    "OfflineExtractor": "..offline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # .llm imports the offline package, which imports .schema from here: loading it on
+    # first use keeps this package's import free of that cycle.
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

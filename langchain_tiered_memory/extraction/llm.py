@@ -1,0 +1,390 @@
+"""The :class:`Extractor` over any chat model: one structured call per turn.
+
+The seed design spent three LLM calls a turn (summary, entities, importance). Here one call
+returns a :class:`~langchain_tiered_memory.extraction.schema.TurnExtraction`; the running
+summary is asked for only when messages left the window (``evicted``), so most turns ask for
+less. How the model is asked — a strict JSON schema, a tool call, or JSON in text — is chosen
+per model and remembered (:mod:`~langchain_tiered_memory.extraction.structured`); each call
+is bounded in time without leaving threads behind
+(:mod:`~langchain_tiered_memory.extraction.calls`); the answer is read tolerantly
+(:mod:`~langchain_tiered_memory.extraction.parsing`) and validated item by item, the
+unusable items recorded in the result's ``dropped``.
+
+Errors: a provider error or an answer of the wrong overall shape raises
+:class:`~langchain_tiered_memory.errors.ExtractionError` (``__cause__`` is the original), a
+call past ``timeout`` :class:`~langchain_tiered_memory.errors.ExtractionTimeoutError`; the
+job that called retries. The summary is never lost to the model: a missing one is folded in
+extractively, and a compression that fails falls back to the extractive cut.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Sequence
+from typing import Any, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel
+
+from ..errors import ExtractionError, ExtractionTimeoutError, InvalidInputError
+from ..fence import quote
+from ..offline import OfflineExtractor, compress_extractive, extractive_summary
+from ..tokens import TiktokenCounter, TokenCounter
+from .calls import call_with_timeout, with_request_timeout
+from .messages import render_messages
+from .parsing import check_size, read_message, strip_reasoning, validate_payload
+from .prompts import Prompts
+from .schema import (
+    EpisodeExtraction,
+    ExtractionMethod,
+    Extractor,
+    TurnExtraction,
+    check_messages,
+    check_names,
+    check_summary,
+    check_tokens,
+)
+from .structured import (
+    AUTO_METHODS,
+    EPISODE_TOOL,
+    TURN_TOOL,
+    StructuredMethod,
+    bound_for,
+    model_id,
+    model_key,
+    rejects_method,
+    remember_method,
+    remembered_method,
+    supports,
+)
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_TOKENS",
+    "DEFAULT_OPENAI_MODEL",
+    "DEFAULT_TIMEOUT",
+    "LLMExtractor",
+    "default_model",
+    "make_extractor",
+]
+
+logger = logging.getLogger("langchain_tiered_memory")
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+DEFAULT_TIMEOUT = 60.0
+#: Each message is cut (middle out) to this many tokens in the extraction prompt, so that
+#: one pasted document cannot crowd out the turn.
+DEFAULT_MAX_MESSAGE_TOKENS = 4_000
+#: Known entity names listed in the prompt, at most (each cut to 100 characters).
+MAX_KNOWN_ENTITIES = 200
+
+_M = TypeVar("_M", bound=BaseModel)
+_CODE_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
+MethodChoice = Literal["auto", "json_schema", "function_calling", "json_mode", "text"]
+
+
+def _known_block(names: Sequence[str]) -> str:
+    if not names:
+        return "(none)"
+    return "\n".join(f"- {quote(n[:100])}" for n in names[:MAX_KNOWN_ENTITIES])
+
+
+def _has_tool_call(message: Any) -> bool:
+    return isinstance(message, AIMessage) and bool(message.tool_calls or message.invalid_tool_calls)
+
+
+class LLMExtractor:
+    """The :class:`Extractor` over any chat model: one structured call per turn.
+
+    ``method="auto"`` (the default) picks the structured-output method the model's server
+    supports and remembers it (see :mod:`~langchain_tiered_memory.extraction.structured`);
+    ``"json_schema"``, ``"function_calling"``, ``"json_mode"`` or ``"text"`` force one
+    (``"text"``: the JSON prompt and the tolerant parser, even for a model with tools).
+    ``timeout`` bounds each model call in seconds, and is sent to the provider as its
+    request timeout where its SDK takes one.
+    """
+
+    offline = False
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        prompts: Prompts | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        counter: TokenCounter | None = None,
+        method: MethodChoice = "auto",
+        max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS,
+    ) -> None:
+        if not isinstance(model, BaseChatModel):
+            raise InvalidInputError(f"model must be a langchain BaseChatModel, got {type(model).__name__}")
+        if prompts is not None and not isinstance(prompts, Prompts):
+            raise InvalidInputError(f"prompts must be a Prompts, got {type(prompts).__name__}")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if method not in ("auto", *AUTO_METHODS, "json_mode"):
+            raise InvalidInputError(
+                f"unknown structured-output method {method!r}; use auto, json_schema, "
+                "function_calling, json_mode or text"
+            )
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise InvalidInputError(f"counter must be a TokenCounter, got {type(counter).__name__}")
+        self.model = model
+        self.prompts = prompts or Prompts()
+        self.timeout = float(timeout)
+        self.max_message_tokens = check_tokens(max_message_tokens, "max_message_tokens")
+        self.name = f"llm:{type(model).__name__}:{model_id(model)}"
+        self._forced: StructuredMethod | None = None if method == "auto" else method
+        self._key = model_key(model)
+        # A model without a name is known only by its instance, whose id() a later model may
+        # reuse: what worked for it is kept on this extractor, not in the process-wide memo.
+        self._shared = model_id(model) != "?"
+        self._learned: StructuredMethod | None = None
+        self._counter = counter
+        self._runnables: dict[tuple[str, str], Any] = {}
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter (tiktoken ``cl100k_base`` unless one was given)."""
+        if self._counter is None:
+            self._counter = TiktokenCounter()
+        return self._counter
+
+    @property
+    def structured(self) -> bool:
+        """Whether the model is asked for structured output (else JSON in text)."""
+        return self.method != "text"
+
+    @property
+    def method(self) -> StructuredMethod:
+        """The method the next call starts with: forced, remembered, or the first offered."""
+        return self._methods()[0]
+
+    def _methods(self) -> list[StructuredMethod]:
+        if self._forced is not None:
+            return [self._forced]
+        offered = [m for m in AUTO_METHODS if supports(self.model, m) and self._runnable(TURN_TOOL, m) is not None]
+        known = remembered_method(self._key) if self._shared else self._learned
+        # What worked before comes first; only the methods after it are fallbacks.
+        return offered[offered.index(known) :] if known in offered else offered
+
+    def _runnable(self, tool: dict[str, Any], method: StructuredMethod) -> Any:
+        key = (tool["name"], method)
+        if key not in self._runnables:
+            bound = bound_for(self.model, tool, method)
+            self._runnables[key] = None if bound is None else with_request_timeout(bound, self.model, self.timeout)
+        return self._runnables[key]
+
+    # -- calls
+
+    def _call(self, runnable: Any, prompt: list[BaseMessage], what: str) -> Any:
+        return call_with_timeout(
+            lambda: runnable.invoke(prompt), timeout=self.timeout, key=self._key, label=self.name, what=what
+        )
+
+    def _read(self, out: Any, schema: type[_M], tool: dict[str, Any], what: str) -> tuple[_M, str]:
+        context = {"counter": self.counter}
+        if isinstance(out, BaseModel) and not isinstance(out, BaseMessage):
+            out = out.model_dump()  # an integration that parsed the answer itself
+        if isinstance(out, dict):
+            return validate_payload(out, schema, what=what, context=context), "tool"
+        return read_message(out, schema, what, name=tool["name"], context=context)
+
+    def _ask(self, tool: dict[str, Any], schema: type[_M], system: str, json_hint: str, user: str, what: str) -> _M:
+        """The answer to one extraction question, trying the methods in turn (module doc)."""
+        methods = self._methods()
+        failures: list[str] = []
+        for n, method in enumerate(methods):
+            last = n == len(methods) - 1
+            runnable = self._runnable(tool, method)
+            if runnable is None:
+                failures.append(f"{method}: not offered by {type(self.model).__name__}")
+                continue
+            hint = json_hint if method in ("text", "json_mode") else ""
+            prompt: list[BaseMessage] = [SystemMessage(system + hint), HumanMessage(user)]
+            try:
+                out = self._call(runnable, prompt, what)
+            except ExtractionTimeoutError:
+                raise
+            except ExtractionError as exc:
+                if last or not rejects_method(exc.__cause__):
+                    raise
+                failures.append(f"{method}: {exc}")
+                logger.info("%s: the server refused %s (%s); trying %s", self.name, method, exc, methods[n + 1])
+                continue
+            try:
+                result, source = self._read(out, schema, tool, what)
+            except ExtractionError as exc:
+                # A malformed tool call is the model's slip, not the method's: the job retries.
+                if last or (method == "function_calling" and _has_tool_call(out)):
+                    raise
+                failures.append(f"{method}: {exc}")
+                logger.info("%s: %s gave no structured answer; trying %s", self.name, method, methods[n + 1])
+                continue
+            used: StructuredMethod = method
+            if source == "tool" and method in ("json_schema", "json_mode"):
+                used = "function_calling"  # the integration bound tools for this method
+            elif source == "text" and method == "function_calling":
+                used = "text"  # the server ignored the tool: ask for text next time
+            if self._forced is None:
+                self._learned = used
+                if self._shared:
+                    remember_method(self._key, used)
+            recorded: ExtractionMethod = used
+            return result.model_copy(update={"method": recorded})
+        advice = (
+            f"; method={self._forced!r} was forced: pass method='auto' to let the extractor choose"
+            if self._forced is not None
+            else ""
+        )
+        raise ExtractionError(f"{what}: no way of asking {self.name} worked: " + "; ".join(failures) + advice)
+
+    def _render(self, messages: Sequence[BaseMessage]) -> str:
+        return render_messages(messages, counter=self.counter, max_message_tokens=self.max_message_tokens)
+
+    # -- the Extractor protocol
+
+    def extract_turn(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        summary: str | None = None,
+        evicted: Sequence[BaseMessage] = (),
+        known_entities: Sequence[str] = (),
+        summary_max_tokens: int = 2000,
+    ) -> TurnExtraction:
+        """Entities, memories and (with ``evicted``) the new summary, in one model call.
+
+        No call is made when there are neither messages nor evicted messages. Unusable items
+        are left out and listed in ``dropped``; raises :class:`ExtractionError` (or
+        :class:`ExtractionTimeoutError`) when the answer as a whole cannot be used.
+        """
+        turn = check_messages(messages, "messages")
+        gone = check_messages(evicted, "evicted")
+        summary = check_summary(summary)
+        known = check_names(known_entities)
+        budget = check_tokens(summary_max_tokens, "summary_max_tokens")
+        if not turn and not gone:
+            return TurnExtraction()
+        p = self.prompts
+        user = p.render("turn_user", known_entities=_known_block(known), conversation=self._render(turn))
+        if gone:
+            user += p.render(
+                "turn_summary",
+                summary=quote(summary) if summary and summary.strip() else "(empty)",
+                evicted=self._render(gone),
+                max_tokens=budget,
+            )
+        else:
+            user += p.render("turn_no_summary")
+        result = self._ask(TURN_TOOL, TurnExtraction, p.turn_system, p.json_turn, user, "turn extraction")
+        if not gone:
+            return result.model_copy(update={"summary": None}) if result.summary else result
+        if not result.summary:
+            logger.warning(
+                "%s returned no summary although messages were evicted; folding them in extractively",
+                self.name,
+            )
+            folded = extractive_summary(gone, previous=summary, max_tokens=budget, counter=self.counter)
+            return result.model_copy(update={"summary": folded or summary})
+        return result
+
+    def extract_episode(self, messages: Sequence[BaseMessage]) -> EpisodeExtraction:
+        """A record of a finished conversation, in one model call."""
+        turn = check_messages(messages, "messages")
+        if not turn:
+            raise InvalidInputError("extract_episode needs at least one message")
+        p = self.prompts
+        user = p.render("episode_user", conversation=self._render(turn))
+        return self._ask(EPISODE_TOOL, EpisodeExtraction, p.episode_system, p.json_episode, user, "episode extraction")
+
+    def compress_summary(self, summary: str, max_tokens: int) -> str:
+        """``summary`` under ``max_tokens``: a model rewrite, cut extractively if still over.
+
+        A summary already within budget is returned unchanged, without a call. When the
+        model's answer is unusable (an error, a timeout, an empty text) the summary is cut
+        extractively instead: the turn's extraction is not lost over its summary.
+        """
+        if not isinstance(summary, str):
+            raise InvalidInputError(f"summary must be a str, got {type(summary).__name__}")
+        budget = check_tokens(max_tokens, "max_tokens")
+        if self.counter.count_text(summary) <= budget:
+            return summary
+        if budget == 0:
+            return ""
+        p = self.prompts
+        prompt: list[BaseMessage] = [
+            SystemMessage(p.render("compress_system", max_tokens=budget)),
+            HumanMessage(p.render("compress_user", summary=quote(summary), max_tokens=budget)),
+        ]
+        text = ""
+        try:
+            answer = self._call(self._runnable(TURN_TOOL, "text"), prompt, "summary compression")
+            if isinstance(answer, BaseMessage):
+                check_size(answer.text, "summary compression: the answer")
+                text = strip_reasoning(answer.text).strip()
+                fenced = _CODE_FENCE.fullmatch(text)
+                text = fenced.group(1).strip() if fenced else text
+            reason = "an empty summary" if not text else ""
+        except ExtractionError as exc:
+            reason = str(exc)
+        if not text:
+            logger.warning("summary compression by %s failed (%s); cutting the summary extractively", self.name, reason)
+            return compress_extractive(summary, budget, self.counter)
+        if self.counter.count_text(text) > budget:
+            text = compress_extractive(text, budget, self.counter)
+        return text
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def default_model(*, timeout: float | None = None) -> BaseChatModel | None:
+    """``ChatOpenAI(model="gpt-4o-mini")`` when ``OPENAI_API_KEY`` is set, else ``None``.
+
+    ``OPENAI_BASE_URL`` (read by the OpenAI client) points it at any OpenAI-compatible
+    server, e.g. a local vLLM, Ollama or llama.cpp. With ``timeout``, the client's own
+    request timeout is that many seconds and it does not retry (jobs retry with backoff).
+    """
+    if not os.environ.get("OPENAI_API_KEY", "").strip():
+        return None
+    try:
+        from langchain_openai import ChatOpenAI
+
+        if timeout is None:
+            return ChatOpenAI(model=DEFAULT_OPENAI_MODEL)
+        return ChatOpenAI(model=DEFAULT_OPENAI_MODEL, timeout=timeout, max_retries=0)
+    except Exception as exc:
+        logger.warning("OPENAI_API_KEY is set but ChatOpenAI cannot be built (%s); working offline", exc)
+        return None
+
+
+def make_extractor(
+    model: BaseChatModel | Extractor | None = None,
+    *,
+    prompts: Prompts | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    counter: TokenCounter | None = None,
+) -> Extractor:
+    """The extractor for ``model``: an :class:`LLMExtractor` over it, over
+    :func:`default_model` when it is ``None``, or the offline extractor when there is no
+    model at all. An :class:`Extractor` passed in is returned as is.
+    """
+    if model is not None and not isinstance(model, BaseChatModel):
+        if isinstance(model, Extractor):
+            return model
+        raise InvalidInputError(
+            f"model must be a langchain BaseChatModel, an Extractor or None, got {type(model).__name__}"
+        )
+    chosen = model if model is not None else default_model(timeout=timeout)
+    if chosen is None:
+        return OfflineExtractor(counter=counter)
+    return LLMExtractor(chosen, prompts=prompts, timeout=timeout, counter=counter)

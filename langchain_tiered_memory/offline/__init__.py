@@ -1,0 +1,64 @@
+"""Deterministic offline extraction: English rules for facts, extractive summaries.
+
+Used when no chat model is configured, so that memory still works (and the demo shows real
+behaviour) without a network or a key. Same input, same output: no randomness, no model.
+
+Rules read only the user's (human) messages, clause by clause; questions and hypotheticals
+("do I…", "if I…") are skipped. What they recognise, and the importance they give:
+
+============================================  ===========================  ==========
+pattern (examples)                            result                       importance
+============================================  ===========================  ==========
+"always/never …", "from now on …"             instruction                  0.9
+"remember that …", "don't forget …"           memory (fact/preference)     0.9
+"my name is X", "I'm X", "call me X"          user entity named X          0.8
+"I live in X", "I moved to X", "based in X"   user ``location``, place X   0.8
+"I'm from X", "I grew up in X"                user ``hometown``, place X   0.8
+"I work as a X", "I'm a X at Y", "work at Y"  user ``job`` / ``employer``  0.8
+"I'm 34 (years old)"                          user ``age``                 0.8
+"I'm vegan", "I'm allergic to X"              user ``diet`` / ``allergies``  0.8
+"my wife/boss/friend … (is/named) X"          person X, ``relation_to_user``  0.7
+"I like/love/enjoy/prefer X", "my favourite"  preference, user ``likes``   0.7
+"I hate/dislike/can't stand/don't like X"     preference, user ``dislikes``  0.7
+"I'm married/single …"                        user ``marital_status``      0.7
+"I visited/went to/bought/met X"              experience                   0.6
+"I always/usually/never X" (a habit)          fact                         0.6
+"I speak X", "I'm learning X", "I have X"     fact                         0.6
+capitalised proper nouns                      entity (no memory)           —
+============================================  ===========================  ==========
+
+The user's own entity is named by the name stated in the turn, or :data:`USER_ENTITY`
+(``"user"``) when the turn states none; it carries ``relation_to_user: self``, as the LLM
+prompt asks too, so the entity layer can tell it apart. Proper nouns are capitalised words
+that do not start a sentence (unless already known, found by a rule, or several words
+long), minus pronouns, greetings, days and months; their type comes from their context
+("in X" → place, "work at X" → organization, "Inc"/"University" → organization, CamelCase
+or digits → product, nationalities and languages → topic, else other).
+
+Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
+:mod:`.patterns` and :mod:`.rules` (the table above), :mod:`.summary` (extractive summaries
+and episodes), :mod:`.extractor` (:class:`OfflineExtractor`). Nothing here imports the LLM
+extractor: only :mod:`~langchain_tiered_memory.extraction.schema` and its message helpers.
+"""
+
+from __future__ import annotations
+
+from .entities import proper_spans
+from .extractor import OfflineExtractor
+from .rules import IMPORTANCE, extract_rules
+from .summary import EPISODE_SUMMARY_TOKENS, compress_extractive, extractive_episode, extractive_summary
+from .text import split_sentences, third_person_verb, to_third_person
+
+__all__ = [
+    "EPISODE_SUMMARY_TOKENS",
+    "IMPORTANCE",
+    "OfflineExtractor",
+    "compress_extractive",
+    "extract_rules",
+    "extractive_episode",
+    "extractive_summary",
+    "proper_spans",
+    "split_sentences",
+    "third_person_verb",
+    "to_third_person",
+]

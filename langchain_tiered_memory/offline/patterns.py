@@ -1,0 +1,237 @@
+"""The clause patterns of the offline rules: what a user says about themself, and phrase helpers.
+
+Each ``R_*`` pattern recognises one kind of statement in a clause of the user's message
+(see :mod:`langchain_tiered_memory.offline` for the table); the helpers cut the phrase a
+pattern captured down to a value ("Paris, which I love" → "Paris").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .entities import NATIONALITIES, NOT_PROPER
+from .text import to_third_person
+
+_OPENER = (
+    r"(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|my|we|we're|our|you|your|"
+    r"please|remember|always|never|don't|do not|call|from now on)\b"
+)
+_ELIDED = r"(?:live|lived|work|moved|prefer|like|love|hate|enjoy|dislike|speak|grew|have|am)\b"
+CLAUSE_SPLIT = re.compile(
+    rf"\s*(?:[;:]|,|\s-\s)\s*(?={_OPENER})|\s+(?:and|but|so|because|while|although|though|whereas|or)\s+(?={_OPENER}|{_ELIDED})",
+    re.I,
+)
+ELIDED_START = re.compile(rf"^{_ELIDED}", re.I)
+QUESTION_START = re.compile(
+    r"^(?:(?:so|and|but|hey|ok|okay|well|also)[,\s]+)?(?:do|does|did|can|could|would|will|should|"
+    r"is|are|am|was|were|what|where|who|when|why|how|which|whose|shall|have|has|if|unless|"
+    r"suppose|imagine|what if|in case)\b",
+    re.I,
+)
+_SUB_CLAUSE = re.compile(
+    r"\s+(?:because|since|although|though|when|whenever|which|who|if|unless|so that|but|as long as|while)\b.*$",
+    re.I,
+)
+_TRAILING_FILLER = re.compile(
+    r"(?:[\s,]+(?:too|as well|a lot|very much|so much|the most|really|though|lol|haha|please|"
+    r"thanks|thank you|anyway|tbh|honestly|actually))+\s*$",
+    re.I,
+)
+PRONOUN_OBJECT = re.compile(r"^(?:it|that|this|them|you|him|her|these|those|what|how|when|one)\b", re.I)
+
+_CAP = r"(?:[A-Z][a-z]+'[A-Z][a-zA-Z]+|[A-Z][a-zA-Z0-9\-]*)"
+_PROPER = rf"{_CAP}(?:\s+(?:(?:of|de|del|della|da|di|la|le|du|des|von|van|der|upon)\s+)?{_CAP})*(?:,\s*{_CAP}(?:\s+{_CAP})*)?"
+_NAME = rf"{_CAP}(?:\s+{_CAP})?"
+_NOT_NAMES = NOT_PROPER | NATIONALITIES | {
+    "not", "fine", "good", "here", "back", "happy", "sad", "tired", "busy", "ready", "done",
+    "new", "glad", "excited", "sorry", "looking", "trying", "going", "interested", "single",
+    "married", "retired", "vegan", "vegetarian", "allergic", "from", "in", "at", "a", "an",
+    "the", "very", "so", "really", "still", "just", "also", "currently", "originally",
+    "learning", "working", "planning", "based", "living", "moving", "on", "off", "out",
+}
+JOB_WORDS = {
+    "engineer", "developer", "programmer", "designer", "teacher", "doctor", "nurse", "lawyer",
+    "attorney", "student", "scientist", "researcher", "manager", "writer", "author", "artist",
+    "chef", "cook", "accountant", "consultant", "analyst", "architect", "professor", "lecturer",
+    "journalist", "photographer", "musician", "pilot", "dentist", "pharmacist", "therapist",
+    "psychologist", "mechanic", "electrician", "plumber", "carpenter", "farmer",
+    "entrepreneur", "founder", "co-founder", "ceo", "cto", "cfo", "director", "officer",
+    "intern", "librarian", "editor", "translator", "baker", "waiter", "waitress", "barista",
+    "firefighter", "physician", "surgeon", "veterinarian", "vet", "economist", "banker",
+    "trader", "salesperson", "marketer", "recruiter", "administrator", "admin", "technician",
+    "assistant", "secretary", "clerk", "cashier", "driver", "tutor", "coach", "trainer",
+    "paramedic", "soldier", "police", "detective", "actor", "actress", "singer", "dancer",
+    "producer", "freelancer", "contractor", "lead", "specialist", "coordinator",
+    "executive", "owner", "partner", "sre", "devops", "phd", "postdoc", "retiree",
+    "mathematician", "physicist", "chemist", "biologist", "statistician",
+}
+DIETS = {"vegan", "vegetarian", "pescatarian", "keto", "gluten-free", "kosher", "halal"}
+HEALTH = {"diabetic", "celiac", "coeliac", "lactose intolerant", "gluten intolerant",
+           "pregnant", "colorblind", "colourblind", "deaf", "blind", "asthmatic", "epileptic"}
+MARITAL = {"married", "single", "divorced", "engaged", "widowed", "separated"}
+_RELATIONS = (
+    "wife", "husband", "partner", "spouse", "girlfriend", "boyfriend", "fiancee", "fiance",
+    "sister", "brother", "sibling", "mother", "mom", "mum", "father", "dad", "son",
+    "daughter", "child", "kid", "baby", "friend", "boss", "manager", "colleague",
+    "coworker", "co-worker", "cousin", "aunt", "uncle", "niece", "nephew", "grandmother",
+    "grandfather", "grandma", "grandpa", "neighbour", "neighbor", "roommate", "flatmate",
+    "teacher", "doctor", "therapist", "mentor", "dog", "cat", "pet", "puppy", "kitten",
+    "horse", "parrot", "rabbit", "hamster",
+)
+PETS = {"dog", "cat", "pet", "puppy", "kitten", "horse", "parrot", "rabbit", "hamster"}
+_REL = (
+    r"(?P<rel>(?:(?:older|younger|little|big|baby|best|new|old|ex|elder|twin|step|eldest|youngest)[\s-]+)?"
+    r"(?:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r"))"
+)
+LIKE_VERBS = {
+    "like": "likes", "love": "loves", "enjoy": "enjoys", "prefer": "prefers", "adore": "adores",
+    "am fond of": "is fond of", "'m fond of": "is fond of", "am a fan of": "is a fan of",
+    "'m a fan of": "is a fan of", "am into": "is into", "'m into": "is into",
+    "am passionate about": "is passionate about", "'m passionate about": "is passionate about",
+    "am a big fan of": "is a big fan of", "'m a big fan of": "is a big fan of",
+    "am a huge fan of": "is a huge fan of", "'m a huge fan of": "is a huge fan of",
+}
+DISLIKE_VERBS = {
+    "hate": "hates", "dislike": "dislikes", "detest": "detests", "despise": "despises",
+    "can't stand": "can't stand", "cannot stand": "cannot stand", "can't bear": "can't bear",
+    "don't like": "doesn't like", "do not like": "does not like", "don't enjoy": "doesn't enjoy",
+    "do not enjoy": "does not enjoy", "don't care for": "doesn't care for",
+    "am not a fan of": "is not a fan of", "'m not a fan of": "is not a fan of",
+    "am not into": "is not into", "'m not into": "is not into",
+}
+_INTENS = r"(?:(?:really|absolutely|truly|also|just|totally|kind of|kinda|do|actually|especially|mostly|generally|definitely|honestly|still)\s+)*"
+
+
+def _alternation(words: Sequence[str]) -> str:
+    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+IM_ADVERBS = re.compile(
+    r"(?i)\b(i'm|i\s+am|im)\s+(?:(?:really|absolutely|totally|so|very|kind\s+of|kinda|super|quite|"
+    r"pretty|actually|also|just|definitely|honestly|still|now)\s+)+"
+)
+_I = r"(?i:\bi)"
+_IM = r"(?i:\b(?:i'm|i\s+am|im))"
+# "I'm 34 and married": an adjective rule may follow another adjective.
+_IM_AND = rf"{_IM}\s+(?:[\w\-' ]{{1,40}}?\s+and\s+)?"
+
+R_NAME = [
+    _rx(rf"(?i:\bmy\s+name(?:'s|\s+is))\s+(?P<name>[A-Za-z][A-Za-z'\-]*(?:\s+{_CAP})?)"),
+    _rx(rf"(?i:\b(?:call\s+me|people\s+call\s+me|everyone\s+calls\s+me|i\s+go\s+by|i'm\s+called|i\s+am\s+called))\s+(?P<name>[A-Za-z][A-Za-z'\-]*(?:\s+{_CAP})?)"),
+    _rx(rf"^(?i:(?:(?:hi|hello|hey)[\s,!]+)?(?:there[\s,!]+)?(?:i'm|i\s+am|im|it's|this\s+is))\s+(?P<name>{_NAME})(?=\s*(?:[,.!;]|$|\s+(?i:and|from|here|by|at)\b))"),
+]
+R_LOCATION = _rx(
+    rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))\s+(?i:in|to)\s+(?P<place>.+)"
+)
+R_LOCATION2 = _rx(rf"(?i:\b(?:my\s+home\s+is|my\s+city\s+is|i\s+call)\s+(?:in\s+)?)(?P<place>.+)")
+R_HOMETOWN = _rx(
+    rf"(?:{_IM}(?:\s+{_NAME})?(?i:\s+(?:originally\s+)?from)|{_I}(?i:\s+(?:grew\s+up|was\s+born|was\s+raised)\s+in)|(?i:\bi\s+come\s+from))\s+(?P<place>.+)"
+)
+R_JOB_AS = _rx(
+    rf"(?:{_I}(?i:\s+(?:currently\s+)?work(?:ing)?\s+as)|{_IM}(?i:\s+working\s+as)|(?i:\bmy\s+(?:job|role|position|title|profession|occupation)\s+is))\s+(?i:(?:a|an|the)\s+)?(?P<role>[A-Za-z][\w\-]*(?:\s+(?!(?i:at|for|with|in|and|but|from|who|which|since|on)\b)[A-Za-z][\w\-]*){{0,3}})(?:\s+(?i:at|for|with)\s+(?P<org>.+))?"
+)
+R_IM_A = _rx(
+    rf"{_IM}\s+(?i:(?:a|an)\s+)(?P<role>[A-Za-z][\w\-]*(?:\s+(?!(?i:at|for|with|in|and|but|from|who|which|since|on|of|to)\b)[A-Za-z][\w\-]*){{0,3}})(?:\s+(?i:at|for|with)\s+(?P<org>.+))?"
+)
+R_WORK_AT = _rx(
+    rf"(?:{_I}(?i:\s+(?:currently\s+|now\s+)?work(?:ing)?\s+(?:at|for))|{_IM}(?i:\s+(?:working|employed)\s+(?:at|for|by))|(?i:\bmy\s+(?:employer|company)\s+is))\s+(?P<org>.+)"
+)
+R_AGE = _rx(rf"{_IM}\s+(?P<age>\d{{1,3}})(?:\s*(?i:years?\s+old|yo|y/o|year-old))?\s*[.!]?$")
+R_AGE2 = _rx(rf"{_IM}\s+(?P<age>\d{{1,3}})\s*(?i:years?\s+old|yo|y/o)")
+R_DIET = _rx(rf"{_IM_AND}(?i:(?:a\s+)?(?:strict\s+)?)(?P<diet>(?i:{_alternation(sorted(DIETS))}))\b")
+R_HEALTH = _rx(rf"{_IM_AND}(?P<cond>(?i:{_alternation(sorted(HEALTH))}))\b")
+R_ALLERGY = _rx(rf"(?:{_IM_AND}(?i:(?:very\s+|severely\s+|deathly\s+)?allergic\s+to)|(?i:\bi\s+have\s+an?\s+(?:\w+\s+)?allergy\s+to))\s+(?P<what>.+)")
+R_MARITAL = _rx(rf"{_IM_AND}(?P<status>(?i:{_alternation(sorted(MARITAL))}))\b")
+R_REL_NAMED = _rx(
+    rf"(?i:\bmy\s+){_REL}(?:(?i:'s\s+name\s+is|\s+is\s+called|\s+is\s+named|,?\s+(?:who\s+is\s+)?(?:called|named)|\s+is)\s+|,?\s+)(?P<name>{_NAME})\b"
+)
+R_HAVE_REL = _rx(
+    rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got)\b.*?\b(?:a|an|one|two|three|\d+)\s+){_REL}(?i:s?\s+(?:named|called))\s+(?P<name>{_NAME})\b"
+)
+R_NAME_IS_MY = _rx(rf"^(?P<name>{_NAME})\s+(?i:is\s+my\s+){_REL}\b")
+R_LIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(LIKE_VERBS))}))\s+(?P<obj>.+)")
+R_DISLIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(DISLIKE_VERBS))}))\s+(?P<obj>.+)")
+R_FAVOURITE = _rx(r"(?i:\bmy\s+(?:absolute\s+)?favou?rite\s+)(?P<what>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)(?i:\s+is|\s+are|'s)\s+(?P<obj>.+)")
+R_SPEAK = _rx(rf"{_I}(?i:\s+(?:also\s+)?speak)\s+(?P<obj>.+)")
+R_LEARNING = _rx(rf"{_IM}\s+(?P<verb>(?i:learning|studying|training\s+for|saving\s+for|preparing\s+for|planning\s+to|working\s+on))\s+(?P<obj>.+)")
+R_EXPERIENCE = _rx(
+    rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
+)
+R_HABIT = _rx(rf"{_I}\s+(?P<adv>(?i:always|usually|never|often|rarely|normally|generally|typically))\s+(?P<obj>.+)")
+R_HAVE = _rx(rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got))\s+(?P<obj>(?i:a|an|two|three|four|five|\d+)\s+.+)")
+HAVE_SKIP = re.compile(
+    r"^(?:an?|\w+)\s+(?:\w+\s+)?(?:question|problem|issue|idea|doubt|suggestion|minute|moment|"
+    r"feeling|request|favou?r|bit|little|lot|few|couple|look|go|try|chance|time)\b",
+    re.I,
+)
+R_REMEMBER = _rx(
+    r"(?i:^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:remember|don't\s+forget|do\s+not\s+forget|never\s+forget|keep\s+in\s+mind|make\s+a\s+note|note|take\s+note)(?:\s+that|\s*:|\s*,)|^for\s+future\s+reference[\s,:]+)\s*(?P<what>.+)"
+)
+R_REMEMBER_TO = _rx(r"(?i:^(?:please\s+)?(?:remember|don't\s+forget)\s+to)\s+(?P<what>.+)")
+R_INSTRUCTION = _rx(
+    r"(?i:^(?:(?:and|also|so|ok|okay)[\s,]+)?(?:please[\s,]+)?(?:(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|for\s+the\s+rest\s+of\s+(?:this|our)\s+conversation)[\s,]+)?(?:please[\s,]+)?(?:you\s+(?:should|must|need\s+to|have\s+to)\s+|make\s+sure\s+(?:to|you)\s+)?(?:please\s+)?)(?P<what>(?i:always|never|don't\s+ever|do\s+not\s+ever)\b.+)"
+)
+R_FROM_NOW_ON = _rx(
+    r"(?i:^(?:please[\s,]+)?(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future)[\s,]+(?:please[\s,]+)?)(?P<what>.+)"
+)
+
+
+def object_phrase(text: str, max_words: int = 12) -> str | None:
+    """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed."""
+    text = _SUB_CLAUSE.sub("", text.strip())
+    text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because)\b", text)[0]
+    text = _TRAILING_FILLER.sub("", text).strip(" ,-")
+    words = text.split()
+    if not words or PRONOUN_OBJECT.match(text):
+        return None
+    return " ".join(words[:max_words])
+
+
+def third_person_object(text: str) -> str:
+    # "The user loves their dog" reads better than "… loves the user's dog".
+    return to_third_person(text).replace("the user's", "their")
+
+
+def with_article(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def instruction_text(text: str) -> str:
+    return to_third_person(_TRAILING_FILLER.sub("", text.strip().rstrip("?!. ")))
+
+
+def place_name(text: str) -> str | None:
+    text = text.strip()
+    lead = re.match(r"(?i:the\s+)?", text)
+    rest = text[lead.end() if lead else 0 :]
+    proper = re.match(_PROPER, rest)
+    if proper:
+        words = proper.group(0)
+        kept = []
+        for w in re.split(r"(\s+|,\s*)", words):
+            if w.strip(", ").lower() in NOT_PROPER:
+                break
+            kept.append(w)
+        value = "".join(kept).strip(" ,")
+        if value:
+            return value
+    phrase = object_phrase(text, 8)
+    if phrase and len(phrase.split()) == 1 and phrase.isalpha():
+        return phrase.capitalize()  # "i live in paris": casual lowercase
+    return phrase
+
+
+def person_name(text: str) -> str | None:
+    words = []
+    for word in text.split():
+        if word.lower() in _NOT_NAMES or word.lower().endswith("ing"):
+            break
+        words.append(word[0].upper() + word[1:])
+    return " ".join(words) or None
+
+
