@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..vectors import MAX_CONTENT_CHARS, MAX_CONTENT_TOKENS
+from ..entries import MAX_CONTENT_CHARS, MAX_CONTENT_TOKENS
 from ..vocabulary import entity_type, memory_type
 
 __all__ = [
