@@ -60,7 +60,7 @@ from longchat.systems import BASELINES, SharedVectors, build  # noqa: E402
 SYSTEMS = (*BASELINES, "ours")
 KS = (1, 5, 10)
 HERE = Path(__file__).resolve().parent
-QUICK = dict(personas=2, sessions=4, turns_per_session=16, questions=10, long_turns=100)
+QUICK = dict(personas=2, sessions=4, turns_per_session=12, questions=8, long_turns=60)
 DEFAULT = dict(personas=8, sessions=12, turns_per_session=24, questions=25, long_turns=320)
 
 
@@ -420,6 +420,7 @@ def plots(report: dict[str, Any], out: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     started = time.perf_counter()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     sz = args.sizes
     conversations = generate(
         args.seed, personas=sz["personas"], sessions=sz["sessions"], turns_per_session=sz["turns_per_session"],
@@ -434,7 +435,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sizes": sz,
         "systems": args.system_list,
         "dataset": dataset_stats(conversations),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+                   + (f", load average {load:.1f} at the start" if load is not None else ""),
         "context_config": CONTEXT_CONFIG,
         "latency": result["latency"],
         "ingest_ms_per_turn": result["ingest_ms_per_turn"],

@@ -137,7 +137,7 @@ def _ours(conversation: Conversation, exchanges: list[tuple[int, Turn, Turn]]) -
         ours = Ours(tmp, model=model)
         try:
             for i, u, a in exchanges:
-                ctx = ours.memory.before_turn(user, thread, query=u.text)
+                ctx = ours.before_turn(user, thread, u.text, u.at)
                 out.tokens[i] = ctx.token_usage.total + counter().count_message(HumanMessage(u.text))
                 ours.add_exchange(user, thread, u, a)
                 ours.memory.flush()

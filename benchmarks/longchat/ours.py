@@ -167,11 +167,14 @@ class Ours:
         """What ``before_turn`` sends for the question, in a thread of its own, and its ms."""
         query = question.text if query is None else query
         start = time.perf_counter()
-        if self.caps.before_turn_at:
-            ctx = self.memory.before_turn(question.user_id, thread_id, query=query, at=question.asked_at)
-        else:
-            ctx = self.memory.before_turn(question.user_id, thread_id, query=query)
+        ctx = self.before_turn(question.user_id, thread_id, query, question.asked_at)
         return ctx, (time.perf_counter() - start) * 1000
+
+    def before_turn(self, user_id: str, thread_id: str, query: str | None, at: Any) -> Any:
+        """``before_turn``, dated ``at`` when the API takes a date."""
+        if self.caps.before_turn_at:
+            return self.memory.before_turn(user_id, thread_id, query=query, at=at)
+        return self.memory.before_turn(user_id, thread_id, query=query)
 
 
 def context_text(ctx: Any) -> str:
