@@ -286,6 +286,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"({st['asked_mid_way']} asked mid-way, before the persona's last turn); sessions span "
         f"{_f(st['span_days_mean'], 0)} days on average. Question/evidence keyword overlap "
         f"{_f(st['question_keyword_overlap'])} (share of a question's content words found in its evidence).  ",
+        "Sizes: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report["sizes"].items())
+        + " (long turns: the minimum length of the first persona, for the cost series).  ",
         f"Run time {report['seconds']:.0f} s on {report['machine']}.",
         "",
         "## Evidence recall per question kind",
