@@ -245,9 +245,11 @@ class _PersonaBuilder:
 
     # helpers ------------------------------------------------------------------------
 
-    def who(self) -> str:
+    def who(self, possessive: bool = False) -> str:
+        """Someone else; ``possessive``: a form that reads well before "'s"."""
         name, _ = self.values.name()
-        return self.rng.choice(templates.WHO).format(n=name)
+        forms = [w for w in templates.WHO if w.startswith("my ") and "'s" not in w] if possessive else templates.WHO
+        return self.rng.choice(forms).format(n=name)
 
     def say(self, s: int, user: str, assistant: str, wrap: bool = True) -> _Exchange:
         if wrap and self.rng.random() < 0.35:
@@ -282,7 +284,9 @@ class _PersonaBuilder:
         if not sessions:
             return
         s = self.rng.choice(sessions)
-        text = _fill(self.rng.choice(spec.near_misses), v=value, who=self.who(), a_v=_article(value))
+        template = self.rng.choice(spec.near_misses)
+        who = self.who(possessive="'s" in template.split("}", 1)[-1][:2])
+        text = _fill(template, v=value, who=who, a_v=_article(value))
         self.say(s, text, self.rng.choice(templates.GENERIC_ACKS))
 
     # facts --------------------------------------------------------------------------
