@@ -1,20 +1,40 @@
 """before_turn on a 10,000-message thread, beside langchain-core's trim_messages.
 
-Both build the same thing: the newest messages of the thread that fit the default budget
+Both build the same window: the newest messages of the thread that fit the default budget
 (100,000 tokens - 4,000 output reserve - 5,000 system reserve), counted with tiktoken
 cl100k_base in OpenAI's chat format. trim_messages recounts every message on every call;
-before_turn reads counts stored when each message was written.
+before_turn reads counts stored when each message was written. trim_messages is the
+anchor: every row shows how many times faster than it before_turn is (p50 / p50).
 
-    python benchmarks/bench_window.py [--messages 10000] [--calls 300]
+Series, all after ``flush()`` (no extraction job queued or running while timing):
+
+* window only: user ``u``, the 10k-message thread, no memory layers but its summary, in a
+  directory of its own; ``before_turn`` repeated, and after each new turn (``after_turn``
+  + ``flush``, untimed);
+* all sections: user ``m`` with the same 10k-message thread plus a LongChat persona's 12
+  sessions (each ended, so episodes exist): summary, entities, long-term memories and
+  episodes are all built; each call has a fresh query, so the query embedding is timed;
+* cold: a new Python process opens the directory and times its first ``before_turn``
+  (window only, and all sections with a query: loading the embedding model and opening
+  the Qdrant shard are part of that first call); import and open times are shown apart.
+
+    python benchmarks/bench_window.py [--messages 10000] [--calls 300] [--cold-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, trim_messages
 from langchain_openai import ChatOpenAI
@@ -22,10 +42,27 @@ from langchain_openai import ChatOpenAI
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.tokens import ensure_offline_encoding
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from longchat import generate  # noqa: E402
+
 WORDS = (
     "the user asked about travel plans budget hotel train Kyoto tea green quiet morning "
     "schedule meeting code review deploy database index query latency memory window"
 ).split()
+
+COLD = r"""
+import json, sys, time
+start = time.perf_counter()
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+imported = time.perf_counter()
+memory = TieredMemory(sys.argv[1], MemoryConfig(**json.loads(sys.argv[2])))
+opened = time.perf_counter()
+ctx = memory.before_turn(**json.loads(sys.argv[3]))
+first = time.perf_counter()
+memory.close()
+print(json.dumps({"import_ms": (imported - start) * 1000, "open_ms": (opened - imported) * 1000,
+                  "first_ms": (first - opened) * 1000, "sections": [s.name for s in ctx.sections]}))
+"""
 
 
 def conversation(n: int, seed: int = 7) -> list:
@@ -52,42 +89,92 @@ def timed(fn, repeat: int) -> list[float]:
     return out
 
 
+def write_thread(memory: TieredMemory, user: str, thread: str, system: SystemMessage, messages: list) -> None:
+    memory.after_turn(user, thread, [system.model_copy(update={"id": None})])
+    for i in range(0, len(messages), 500):
+        memory.after_turn(user, thread, [m.model_copy(update={"id": None}) for m in messages[i : i + 500]])
+
+
+def write_persona(memory: TieredMemory, user: str) -> list[str]:
+    """A LongChat persona's sessions, each ended (episodes); returns its questions."""
+    conversation_ = generate(0, personas=1)[0]
+    for s in conversation_.sessions:
+        for i in range(0, len(s.turns) - 1, 2):
+            u, a = s.turns[i], s.turns[i + 1]
+            memory.after_turn(user, f"{user}-{s.id}", [HumanMessage(u.text, id=u.id), AIMessage(a.text, id=a.id)])
+        memory.end_session(user, f"{user}-{s.id}")
+    return [q.text for q in conversation_.questions]
+
+
+def cold_start(path: str, config: MemoryConfig, call: dict, runs: int) -> list[dict]:
+    out = []
+    for _ in range(runs):
+        run = subprocess.run(
+            [sys.executable, "-c", COLD, path, json.dumps(config.model_dump()), json.dumps(call)],
+            capture_output=True, text=True, check=True, env={**os.environ},
+        )
+        out.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--trim-calls", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=3)
     args = parser.parse_args()
     ensure_offline_encoding()
 
     config = MemoryConfig()
     system = SystemMessage("You are a helpful assistant with a long memory.")
     messages = conversation(args.messages)
-    with tempfile.TemporaryDirectory() as tmp:
-        with TieredMemory(tmp, config) as memory:
+    rows: list[tuple[str, float, float]] = []
+    # Two directories: in one that holds long-term memories, before_turn searches them for
+    # any user (embedding the query), so the window-only user gets a directory of its own.
+    with tempfile.TemporaryDirectory() as window_dir, tempfile.TemporaryDirectory() as full_dir:
+        with TieredMemory(window_dir, config) as memory:
             t = time.perf_counter()
-            memory.after_turn("u", "t", [system])
-            for i in range(0, len(messages), 500):
-                memory.after_turn("u", "t", messages[i : i + 500])
+            write_thread(memory, "u", "t", system, messages)
             write_s = time.perf_counter() - t
-        cold = []
-        for _ in range(3):
-            with TieredMemory(tmp, config) as memory:
-                cold += timed(lambda: memory.before_turn("u", "t"), 1)
-        with TieredMemory(tmp, config) as memory:
+            t = time.perf_counter()
+            memory.flush()
+            flush_s = time.perf_counter() - t
+        with TieredMemory(full_dir, config) as memory:
+            write_thread(memory, "m", "mt", system, messages)
+            questions = write_persona(memory, "m")
+            t = time.perf_counter()
+            memory.flush()
+            flush_s += time.perf_counter() - t
+            stats = memory.stats()
+
+        # Cold: a new process, after this one has let go of the directory (and the shard).
+        query = {"user_id": "m", "thread_id": "mt", "query": "Remind me where my parents live now?"}
+        cold_window = cold_start(window_dir, config, {"user_id": "u", "thread_id": "t"}, args.cold_runs)
+        cold_sections = cold_start(full_dir, config, query, args.cold_runs)
+
+        with TieredMemory(window_dir, config) as memory:
             ctx = memory.before_turn("u", "t")
             warm = timed(lambda: memory.before_turn("u", "t"), args.calls)
             turn_texts = conversation(2 * args.calls, seed=11)
-
-            def turn_loop() -> None:
-                pair = [turn_texts.pop(), turn_texts.pop()]
-                memory.after_turn("u", "t", [HumanMessage(pair[0].text), AIMessage(pair[1].text)])
-
-            after = []
-            loop = []
+            after, loop = [], []
             for _ in range(args.calls):
-                after += timed(turn_loop, 1)
+                pair = [turn_texts.pop(), turn_texts.pop()]
+                after += timed(lambda: memory.after_turn("u", "t", [HumanMessage(pair[0].text), AIMessage(pair[1].text)]), 1)
+                memory.flush()  # the turn's extraction job finishes, as it would between turns
                 loop += timed(lambda: memory.before_turn("u", "t"), 1)
+
+        with TieredMemory(full_dir, config) as memory:
+            n = 0
+
+            def with_sections() -> None:
+                nonlocal n
+                n += 1
+                memory.before_turn("m", "mt", query=f"{questions[n % len(questions)]} ({n})")
+
+            memory.before_turn("m", "mt", query="warm-up: load the embedding model and the shard")
+            sections = timed(with_sections, args.calls)
+            ctx_m = memory.before_turn("m", "mt", query=questions[0])
 
         openai = ChatOpenAI(model="gpt-4", api_key="sk-benchmark-not-used")
         budget = config.context_budget - config.system_reserve + ctx.token_usage["system"]
@@ -103,20 +190,31 @@ def main() -> None:
 
         trim_ms = timed(trim, args.trim_calls)
 
-    w50, w99 = percentiles(warm)
-    l50, l99 = percentiles(loop)
-    a50, a99 = percentiles(after)
     t50, t99 = percentiles(trim_ms)
-    print(f"thread: {args.messages:,} messages, written in {write_s:.2f} s; "
-          f"window {len(ctx.window):,} messages, {ctx.token_usage.total:,} of {config.context_budget:,} tokens")
-    print(f"trim_messages keeps {len(trimmed) - 1:,} messages (same budget, tiktoken via ChatOpenAI)")
-    print(f"{'':34}{'p50 ms':>10}{'p99 ms':>10}")
-    print(f"{'before_turn, repeated':34}{w50:>10.3f}{w99:>10.3f}")
-    print(f"{'before_turn, after each new turn':34}{l50:>10.3f}{l99:>10.3f}")
-    print(f"{'before_turn, cold (new process)':34}{statistics.median(cold):>10.1f}{max(cold):>10.1f}")
-    print(f"{'after_turn (2 messages, fsync)':34}{a50:>10.3f}{a99:>10.3f}")
-    print(f"{'trim_messages':34}{t50:>10.1f}{t99:>10.1f}")
-    print(f"ratio trim_messages / before_turn p50: {t50 / w50:,.0f}x repeated, {t50 / l50:,.0f}x after a new turn")
+    rows.append(("trim_messages (anchor)", t50, t99))
+    rows.append(("before_turn, window only, repeated", *percentiles(warm)))
+    rows.append(("before_turn, window only, after a new turn", *percentiles(loop)))
+    rows.append(("before_turn, all sections, fresh query", *percentiles(sections)))
+    for label, runs in (("window only", cold_window), ("all sections", cold_sections)):
+        first = [r["first_ms"] for r in runs]
+        rows.append((f"before_turn, cold (new process), {label}", statistics.median(first), max(first)))
+    a50, a99 = percentiles(after)
+
+    print(f"thread: {args.messages:,} messages, written in {write_s:.2f} s; extraction, summaries and "
+          f"episodes of both directories flushed in {flush_s:.1f} s")
+    print(f"window: {len(ctx.window):,} messages, {ctx.token_usage.total:,} of {config.context_budget:,} tokens; "
+          f"trim_messages keeps {len(trimmed) - 1:,} (same budget, tiktoken via ChatOpenAI)")
+    print(f"user m: {stats['memories']} memories, {stats['entities']} entities, {stats['episodes']} episodes; "
+          "sections: " + ", ".join(f"{s.name} {s.tokens}" for s in ctx_m.sections) + " tokens")
+    imports = statistics.median(r["import_ms"] for r in cold_window + cold_sections)
+    opens = statistics.median(r["open_ms"] for r in cold_window + cold_sections)
+    print(f"cold process: import {imports:.0f} ms and TieredMemory() {opens:.0f} ms before the first call "
+          f"(median of {len(cold_window) + len(cold_sections)}); p99 column = slowest of {args.cold_runs}")
+    print(f"{'':46}{'p50 ms':>10}{'p99 ms':>10}{'trim / this':>13}")
+    for label, p50, p99 in rows:
+        ratio = t50 / p50
+        print(f"{label:46}{p50:>10.3f}{p99:>10.3f}{(f'{ratio:,.0f}x' if ratio >= 10 else f'{ratio:.2f}x'):>13}")
+    print(f"{'after_turn (2 messages, fsync)':46}{a50:>10.3f}{a99:>10.3f}")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8")
 # Blocks that cannot run as written, each with the reason. strict: a block that starts to
 # run fails here until its entry goes, so the list never hides a fixed block.
 KNOWN_FRAGMENTS = {
-    "ConversationBufferMemory(": "the 'Before' side of a table: langchain_classic is not a dependency, "
-    "and ConversationChain and model are not defined",
+    "ConversationBufferMemory(": "the 'Before' side of a table: ConversationChain and model are not "
+    "defined (and langchain_classic is only a test dependency)",
     "# survives restarts, budgeted prompt": "the 'After' side of a table (the block below the "
     "table is its runnable whole)",
 }
