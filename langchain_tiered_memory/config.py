@@ -85,8 +85,11 @@ class MemoryConfig(BaseModel):
     episodes_max_tokens: int = Field(
         1_000, ge=0, description="Upper bound of the past-episodes section."
     )
-    memories_k: int = Field(5, ge=0, description="Long-term memories recalled per turn.")
-    episodes_k: int = Field(3, ge=0, description="Past episodes recalled per turn.")
+    memories_k: int = Field(
+        10, ge=0, le=100,
+        description="Pieces of evidence (memories, turns, windows) the context recalls per turn, at most.",
+    )
+    episodes_k: int = Field(3, ge=0, le=100, description="Past episodes recalled per turn.")
     job_mode: Literal["inline", "background"] = Field(
         "background",
         description=(

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import scoring
 from .config import MemoryConfig
-from .context import ContextSection, SectionRequest
 from .entries import (
     MAX_CONTENT_CHARS,
     MAX_CONTENT_TOKENS,
@@ -57,12 +56,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("langchain_tiered_memory")
 
-__all__ = ["CANDIDATES", "MAX_CONTENT_CHARS", "MAX_CONTENT_TOKENS", "SECTION_NAME", "FactLayer", "render"]
+__all__ = ["CANDIDATES", "MAX_CONTENT_CHARS", "MAX_CONTENT_TOKENS", "FactLayer", "Scored"]
 
 #: Candidates per retrieval leg (dense, BM25); at least 4 × k are taken.
 CANDIDATES = 50
-#: Name of the context section :meth:`FactLayer.section` returns.
-SECTION_NAME = "memories"
 _LIST_LIMIT = 1_000
 
 
@@ -87,7 +84,7 @@ class FactLayer:
         evict: forgets memories of a user (journaled; the capacity eviction calls it).
     """
 
-    name = SECTION_NAME
+    name = "memories"
     grains = ("fact",)
 
     def __init__(
@@ -297,7 +294,7 @@ class FactLayer:
             return []
         now = self._now()
         scored = self.rank(user_id, query, k, types, floor, now, include_superseded=include_superseded)
-        entries = self._record(scored, now, peek)
+        entries = self.record(scored, now, peek)
         return [
             MemoryHit(entry=e, score=s.score, parts=s.parts if explain else None)
             for e, s in zip(entries, scored)
@@ -326,9 +323,17 @@ class FactLayer:
         return self.score(user_id, candidates, now, include_superseded=include_superseded)[:k]
 
     def score(
-        self, user_id: str, candidates: Sequence[Candidate], now: datetime, *, include_superseded: bool = False
+        self,
+        user_id: str,
+        candidates: Sequence[Candidate],
+        now: datetime,
+        *,
+        include_superseded: bool = False,
+        threshold: float | None = None,
     ) -> list[Scored]:
-        """Rows for the candidates that are this user's, scored, above the threshold, best first."""
+        """Rows for the candidates that are this user's, scored, at or above the relevance
+        ``threshold`` (default ``score_threshold``), best first."""
+        floor = self.config.score_threshold if threshold is None else threshold
         rows = self._storage.memories.get_many([c.id for c in candidates], user_id=user_id)
         out: list[Scored] = []
         for c in candidates:
@@ -336,7 +341,7 @@ class FactLayer:
             if row is None or (row.valid_to is not None and not include_superseded):
                 continue  # forgotten or merged since the point was written: never shown
             rel = scoring.relevance(c.dense, c.sparse, self.calibration)
-            if rel < self.config.score_threshold:
+            if rel < floor:
                 continue
             days = scoring.days_between(now, datetime.fromisoformat(row.last_accessed))
             factor = scoring.decay_factor(self.config.decay, days)
@@ -350,7 +355,8 @@ class FactLayer:
         out.sort(key=lambda s: (-s.score, s.row.created_at, s.row.id))
         return out
 
-    def _record(self, scored: Sequence[Scored], now: datetime, peek: bool) -> list[MemoryEntry]:
+    def record(self, scored: Sequence[Scored], now: datetime, peek: bool) -> list[MemoryEntry]:
+        """The entries of ``scored``, counted as recalled now (unless ``peek``)."""
         entries = [MemoryEntry.from_row(s.row) for s in scored]
         if peek or not entries:
             return entries
@@ -362,34 +368,6 @@ class FactLayer:
             })
             for e in entries
         ]
-
-    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
-        """The ``"memories"`` context section for the query: the best memories, one a line.
-
-        Each line reads ``- [2026-03-01, preference] The user prefers green tea`` (when it
-        was said, its type, the content on one line); lines are added best first while the
-        text fits ``max_tokens`` (at most ``memories_max_tokens``). Only the memories shown
-        count as recalled, and none with ``peek``.
-        """
-        user_id, query, peek = request.user_id, request.query, request.peek
-        k = self.config.memories_k
-        max_tokens = min(max_tokens, self.config.memories_max_tokens)
-        if not query or max_tokens <= 0 or k == 0 or not query.strip() or self._storage.memories.count(user_id) == 0:
-            return None
-        now = self._now()
-        counter = self._counter
-        lines: list[str] = []
-        shown: list[Scored] = []
-        for s in self.rank(user_id, query, min(k, 100), None, None, now):
-            line = render(s.row)
-            if counter.count_text("\n".join([*lines, line])) <= max_tokens:
-                lines.append(line)
-                shown.append(s)
-        if not lines:
-            return None
-        self._record(shown, now, peek)
-        text = "\n".join(lines)
-        return ContextSection(SECTION_NAME, text, counter.count_text(text))
 
     # --- reading and editing ------------------------------------------------------------
 
@@ -462,9 +440,3 @@ def unit(row: MemoryRow) -> Unit:
         fields={"memory_type": row.memory_type, "importance": row.importance,
                 "current": 1 if row.valid_to is None else 0},
     )
-
-
-def render(row: MemoryRow) -> str:
-    """One line of the memories section: when it was said, its type, the content."""
-    text = " ".join(row.content.split())
-    return f"- [{row.valid_from[:10]}, {row.memory_type}] {text}"

@@ -35,11 +35,13 @@ from .errors import (
     MemoryClosedError,
     ThreadOwnershipError,
 )
+from .dialogue import DialogueLayer
 from .facts import FactLayer
 from .forgetting import Forgetter
 from .index import RecallIndex
 from .items import Items
 from .jobs import JobHandlers, JobRunner
+from .recall import Evidence, RecallLayer
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
 from .summary import SummaryLayer
@@ -143,22 +145,29 @@ class TieredMemory:
             storage, self._index, counter, max_tokens=config.episodes_max_tokens,
             k=config.episodes_k, threshold=config.score_threshold,
         )
-        self._index.add_source(self._facts)
-        self._index.add_source(self._episodes)
+        self._dialogue = DialogueLayer(storage)
+        self._recall = RecallLayer(
+            storage, self._index, self._facts, self._dialogue, self._episodes, self._entities, config, counter,
+            self._now,
+        )
+        for source in (self._facts, self._episodes, self._dialogue):
+            self._index.add_source(source)
         if self._index.exists():
             # Opening it checks it against the records (a lost point is rebuilt) and finishes
             # journaled forgets; cheap: the embedding model loads only when something embeds.
             self._index.available()
-        elif self._facts.indexed_count() or self._episodes.indexed_count():
+        elif any(s.indexed_count() for s in (self._facts, self._episodes, self._dialogue)):
             logger.warning(
                 "the vector index of %s is missing; it is being rebuilt from memory.db", self.data_dir
             )
-            self._facts.reset()
-            self._episodes.reset()
+            for source in (self._facts, self._episodes, self._dialogue):
+                source.reset()
         #: Generic namespaced items (the LangGraph store's documents besides memories).
         self.items = Items(storage, self._now, self._query_cached)
         # Order is priority: a section early in the list is served first from the budget.
-        self._turns = Turns(storage, config, counter, [self._summary, self._entities, self._facts, self._episodes], self._now)
+        self._turns = Turns(
+            storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now
+        )
         handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
         self._jobs = JobRunner(
             storage,
@@ -581,6 +590,40 @@ class TieredMemory:
         self._check_open()
         hits = self._facts.search(user_id, query, k, memory_types, min_importance, explain=explain, peek=peek)
         return SearchResults(hits, query=query)
+
+    def recall(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        grains: Sequence[str] | None = None,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        peek: bool = False,
+        explain: bool = False,
+    ) -> list[Evidence]:
+        """The ``k`` best pieces of evidence for ``query`` across everything stored of the
+        user: long-term memories (``fact``), single messages (``turn``), short runs of
+        messages (``window``) and, if asked for, episodes (``session``).
+
+        Ranked by relevance from similarity, like :meth:`search`; a time the query names
+        ("last weekend", "in May 2023", "two weeks ago") is read against ``at`` (when the
+        question is asked; default now), and what was said then ranks ahead. Each result
+        carries its text, when it was said and the ids of the messages it came from.
+        ``since``/``until`` keep only what was said in that span. No LLM is called.
+        """
+        self._check_open()
+        _check_time("at", at)
+        _check_time("since", since)
+        _check_time("until", until)
+        return self._recall.recall(user_id, query, k, grains=grains, at=at, since=since, until=until,
+                                   peek=peek, explain=explain)
+
+    async def arecall(self, user_id: str, query: str, k: int = 10, **kwargs: Any) -> list[Evidence]:
+        """Async :meth:`recall` (embeds and queries in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.recall(user_id, query, k, **kwargs))
 
     async def asearch(self, user_id: str, query: str, k: int = 5, **kwargs: Any) -> SearchResults:
         """Async :meth:`search` (embeds and queries in a worker thread)."""

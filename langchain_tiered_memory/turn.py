@@ -54,6 +54,8 @@ logger = logging.getLogger("langchain_tiered_memory")
 
 # Threads whose index stays in memory; an evicted one is rebuilt from the database on next use.
 _CACHED_THREADS = 256
+# The share of the memory block each section keeps for itself while earlier ones fill it.
+SECTION_FLOOR = 0.25
 # Truncated windows kept (a message cut to fit is cut once, not on every turn).
 _CACHED_CUTS = 64
 
@@ -164,11 +166,21 @@ class Turns:
     ) -> tuple[list[ContextSection], list[str]]:
         sections: list[ContextSection] = []
         degraded: list[str] = []
-        for provider in self.sections:
+        caps = {
+            "summary": self.config.summary_max_tokens, "entities": self.config.entities_max_tokens,
+            "memories": self.config.memories_max_tokens, "episodes": self.config.episodes_max_tokens,
+        }
+        # Each later section keeps a floor of the share, so an early one that could fill it
+        # all (recall always has more evidence) leaves the others a say; unused floors flow on.
+        floors = [min(caps.get(p.name, 0), int(budget * SECTION_FLOOR)) for p in self.sections]
+        for i, provider in enumerate(self.sections):
             if budget <= 0:
                 break
+            room = budget - sum(floors[i + 1 :])
+            if room <= 0:
+                continue
             try:
-                section = provider.section(request, budget)
+                section = provider.section(request, room)
             except VectorStoreError as exc:
                 # The index is held by another process, or needs a reindex: the other
                 # sections still answer, and the context says what is missing.

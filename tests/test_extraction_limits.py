@@ -439,6 +439,7 @@ def test_extraction_and_offline_import_no_module_that_imports_them_back():
     assert {t for t in offline_deps if t.startswith("langchain_tiered_memory.extraction")} <= {
         "langchain_tiered_memory.extraction",
         "langchain_tiered_memory.extraction.schema",
+        "langchain_tiered_memory.extraction.arguments",
         "langchain_tiered_memory.extraction.messages",
     }
 

@@ -279,7 +279,7 @@ def test_another_embedding_model_is_a_clear_error_until_reindex(open_memory):
     with pytest.raises(EmbeddingMismatchError, match="reindex"):
         other.search("alice", "tomatoes")
     counts = other.reindex()
-    assert counts == {"memories": 1, "episodes": 0}
+    assert counts == {"memories": 1, "episodes": 0, "conversation": 0}
     assert other.search("alice", "tomatoes balcony")[0].entry.id == mid
 
 

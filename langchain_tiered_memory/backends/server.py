@@ -17,6 +17,7 @@ becomes a :class:`~langchain_tiered_memory.errors.VectorStoreError`.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -137,6 +138,8 @@ class QdrantServerBackend(BaseBackend):
             client = QdrantClient(**kwargs)
         self.client = client
         self.location = f"{url or _describe(client)}/collections/{collection}"
+        # qdrant-client's local mode (tests) is not thread-safe; a server serves any thread.
+        self._serial = threading.Lock() if "qdrant-local:" in self.location else None
         self._closed = False
         #: Whether this open created the collection (there was no index before).
         self.created = False
@@ -158,6 +161,9 @@ class QdrantServerBackend(BaseBackend):
         delay = _BACKOFF_S
         for attempt in range(1, RETRIES + 1):
             try:
+                if self._serial is not None:
+                    with self._serial:
+                        return fn(*args, **kwargs)
                 return fn(*args, **kwargs)
             except VectorStoreError:
                 raise

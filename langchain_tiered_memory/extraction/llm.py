@@ -38,16 +38,8 @@ from .calls import call_with_timeout, with_request_timeout
 from .messages import render_messages
 from .parsing import check_size, read_message, strip_reasoning, validate_payload
 from .prompts import Prompts
-from .schema import (
-    EpisodeExtraction,
-    ExtractionMethod,
-    Extractor,
-    TurnExtraction,
-    check_messages,
-    check_names,
-    check_summary,
-    check_tokens,
-)
+from .arguments import check_messages, check_names, check_summary, check_tokens
+from .schema import EpisodeExtraction, ExtractionMethod, Extractor, TurnExtraction
 from .structured import (
     AUTO_METHODS,
     EPISODE_TOOL,

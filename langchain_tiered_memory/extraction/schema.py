@@ -66,10 +66,6 @@ __all__ = [
     "ExtractionMethod",
     "Extractor",
     "TurnExtraction",
-    "check_messages",
-    "check_names",
-    "check_summary",
-    "check_tokens",
     "drop_reason",
 ]
 
@@ -181,6 +177,22 @@ class ExtractedMemory(BaseModel):
             "location, job, health, 0.7 preferences and relationships, 0.5 ordinary facts."
         ),
     )
+    subject: str | None = Field(
+        default=None,
+        description=(
+            "Only for a fact with one current value at a time (where the user lives, their "
+            "job, their partner, their favourite X): a short key for what it is about, e.g. "
+            "'user home city', 'user job', 'sister Ana job'. A later fact with the same "
+            "subject replaces it. null otherwise."
+        ),
+    )
+
+    @field_validator("subject", mode="before")
+    @classmethod
+    def _subject(cls, value: Any) -> str | None:
+        text = _text_or_none(value)
+        key = " ".join(text.casefold().replace("_", " ").split()) if text else ""
+        return key[:200] or None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -267,6 +279,7 @@ def _memory(item: Any, counter: TokenCounter | None) -> ExtractedMemory:
                 "content": content,
                 "memory_type": item.get("memory_type", item.get("type")),
                 "importance": item.get("importance"),
+                "subject": item.get("subject", item.get("key")),
             }
         )
     # A token is at least one character: only long contents can be over the token limit.
@@ -475,45 +488,3 @@ class Extractor(Protocol):
     def compress_summary(self, summary: str, max_tokens: int) -> str:
         """``summary`` rewritten to at most ``max_tokens`` tokens."""
         ...
-
-
-# --------------------------------------------------------------------------- argument checks
-
-
-def check_messages(messages: Any, field: str) -> list[BaseMessage]:
-    """``messages`` as a list of messages, or :class:`InvalidInputError` naming ``field``."""
-    if isinstance(messages, (str, bytes, BaseMessage)) or not isinstance(messages, Sequence):
-        raise InvalidInputError(f"{field} must be a sequence of messages, got {type(messages).__name__}")
-    for i, message in enumerate(messages):
-        if not isinstance(message, BaseMessage):
-            raise InvalidInputError(
-                f"{field}[{i}] must be a langchain BaseMessage, got {type(message).__name__}"
-            )
-    return list(messages)
-
-
-def check_names(names: Any) -> list[str]:
-    """Known entity names, blank ones left out; :class:`InvalidInputError` for a non-list."""
-    if isinstance(names, str) or not isinstance(names, Collection):
-        raise InvalidInputError("known_entities must be a sequence of names, e.g. ['Alice', 'Paris']")
-    out = []
-    for name in names:
-        if not isinstance(name, str):
-            raise InvalidInputError(f"known_entities holds {type(name).__name__}, not a name")
-        if name.strip():
-            out.append(clean_text(name))
-    return out
-
-
-def check_tokens(value: Any, field: str) -> int:
-    """A non-negative token count, or :class:`InvalidInputError` naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInputError(f"{field} must be a non-negative int, got {brief(value)}")
-    return value
-
-
-def check_summary(summary: Any) -> str | None:
-    """A summary (or ``None``), or :class:`InvalidInputError`."""
-    if summary is not None and not isinstance(summary, str):
-        raise InvalidInputError(f"summary must be a str or None, got {type(summary).__name__}")
-    return summary

@@ -9,14 +9,8 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from ..errors import InvalidInputError
-from ..extraction.schema import (
-    EpisodeExtraction,
-    TurnExtraction,
-    check_messages,
-    check_names,
-    check_summary,
-    check_tokens,
-)
+from ..extraction.arguments import check_messages, check_names, check_summary, check_tokens
+from ..extraction.schema import EpisodeExtraction, TurnExtraction
 from ..tokens import TiktokenCounter, TokenCounter
 from .rules import extract_rules
 from .summary import compress_extractive, extractive_episode, extractive_summary

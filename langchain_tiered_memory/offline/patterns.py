@@ -125,8 +125,10 @@ R_NAME = [
     _rx(rf"(?i:\b(?:call\s+me|people\s+call\s+me|everyone\s+calls\s+me|i\s+go\s+by|i'm\s+called|i\s+am\s+called))\s+(?P<name>[A-Za-z][A-Za-z'\-]*(?:\s+{_CAP})?)"),
     _rx(rf"^(?i:(?:(?:hi|hello|hey)[\s,!]+)?(?:there[\s,!]+)?(?:i'm|i\s+am|im|it's|this\s+is))\s+(?P<name>{_NAME})(?=\s*(?:[,.!;]|$|\s+(?i:and|from|here|by|at)\b))"),
 ]
+# "We moved to Lisbon": a household's home is the user's.
+_I_OR_WE = r"(?i:\b(?:i|we))"
 R_LOCATION = _rx(
-    rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))\s+(?i:in|to)\s+(?P<place>.+)"
+    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))\s+(?i:in|to)\s+(?P<place>.+)"
 )
 R_LOCATION2 = _rx(rf"(?i:\b(?:my\s+home\s+is|my\s+city\s+is|i\s+call)\s+(?:in\s+)?)(?P<place>.+)")
 R_HOMETOWN = _rx(
@@ -154,6 +156,8 @@ R_HAVE_REL = _rx(
     rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got)\b.*?\b(?:a|an|one|two|three|\d+)\s+){_REL}(?i:s?\s+(?:named|called))\s+(?P<name>{_NAME})\b"
 )
 R_NAME_IS_MY = _rx(rf"^(?P<name>{_NAME})\s+(?i:is\s+my\s+){_REL}\b")
+# "Zeno, my brother, just turned thirty": the appositive names the relation too.
+R_NAME_COMMA_MY = _rx(rf"^(?P<name>{_NAME}),\s+(?i:my\s+){_REL}\b")
 R_LIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(LIKE_VERBS))}))\s+(?P<obj>.+)")
 R_DISLIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(DISLIKE_VERBS))}))\s+(?P<obj>.+)")
 R_FAVOURITE = _rx(r"(?i:\bmy\s+(?:absolute\s+)?favou?rite\s+)(?P<what>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)(?i:\s+is|\s+are|'s)\s+(?P<obj>.+)")

@@ -48,6 +48,7 @@ from .patterns import (
     R_LOCATION2,
     R_MARITAL,
     R_NAME,
+    R_NAME_COMMA_MY,
     R_NAME_IS_MY,
     R_REL_NAMED,
     R_REMEMBER,
@@ -63,7 +64,10 @@ from .patterns import (
 )
 from .text import as_statement, split_sentences, to_third_person
 
-__all__ = ["IMPORTANCE", "extract_rules"]
+__all__ = ["IMPORTANCE", "PARTNERS", "extract_rules"]
+
+#: Relations of which one is current at a time.
+PARTNERS = frozenset({"partner", "wife", "husband", "girlfriend", "boyfriend", "fiance", "fiancé", "fiancée", "spouse"})
 
 #: Importance given by the rules, by kind of statement.
 IMPORTANCE: dict[str, float] = {
@@ -92,7 +96,7 @@ class _Found:
     user_name: str | None = None
     user_attrs: dict[str, str] = field(default_factory=dict)
     entities: dict[str, tuple[str, str, dict[str, str]]] = field(default_factory=dict)
-    memories: list[tuple[str, str, float]] = field(default_factory=list)
+    memories: list[tuple[str, str, float, str | None]] = field(default_factory=list)
 
     def entity(self, name: str, type_: str, **attrs: str) -> None:
         key = name.casefold()
@@ -103,10 +107,10 @@ class _Found:
         else:
             self.entities[key] = (name, type_, dict(attrs))
 
-    def memory(self, content: str, memory_type: str, kind: str) -> None:
+    def memory(self, content: str, memory_type: str, kind: str, subject: str | None = None) -> None:
         statement = as_statement(content)
         if statement:
-            self.memories.append((statement, memory_type, IMPORTANCE[kind]))
+            self.memories.append((statement, memory_type, IMPORTANCE[kind], subject))
 
     def add_attr(self, key: str, value: str, *, join: bool = False) -> None:
         old = self.user_attrs.get(key)
@@ -129,6 +133,10 @@ class _Rules:
         text = sentence.strip()
         if self._remember(text):
             return
+        # "Zeno, my brother, just turned thirty": the commas that split clauses join these.
+        m = R_NAME_COMMA_MY.match(text)
+        if m:
+            self.clause(f"{m.group('name')} is my {m.group('rel')}")
         for clause in CLAUSE_SPLIT.split(text):
             clause = clause.strip(" ,;")
             if clause:
@@ -184,7 +192,7 @@ class _Rules:
             m = rx.search(clause)
             if m and (name := person_name(m.group("name"))):
                 f.user_name = self.name(name)
-                mem(f"The user's name is {f.user_name}", "fact", "name")
+                mem(f"The user's name is {f.user_name}", "fact", "name", "user name")
                 break
 
         for rx, key in ((R_LOCATION, "location"), (R_LOCATION2, "location"), (R_HOMETOWN, "hometown")):
@@ -195,7 +203,7 @@ class _Rules:
                 if place[0].isupper():
                     f.entity(place, "place")
                 verb = "lives in" if key == "location" else "is from"
-                mem(f"The user {verb} {place}", "fact", key)
+                mem(f"The user {verb} {place}", "fact", key, f"user {key}")
 
         job = org = None
         m = R_JOB_AS.search(clause)
@@ -229,16 +237,16 @@ class _Rules:
             if org_name[0].isupper():
                 f.entity(org_name, "organization")
         if job and org_name:
-            mem(f"The user works as {with_article(job)} at {org_name}", "fact", "job")
+            mem(f"The user works as {with_article(job)} at {org_name}", "fact", "job", "user job")
         elif job:
-            mem(f"The user works as {with_article(job)}", "fact", "job")
+            mem(f"The user works as {with_article(job)}", "fact", "job", "user job")
         elif org_name:
-            mem(f"The user works at {org_name}", "fact", "employer")
+            mem(f"The user works at {org_name}", "fact", "employer", "user employer")
 
         m = R_AGE.search(clause) or R_AGE2.search(clause)
         if m and 0 < int(m.group("age")) < 125:
             f.add_attr("age", m.group("age"))
-            mem(f"The user is {m.group('age')} years old", "fact", "age")
+            mem(f"The user is {m.group('age')} years old", "fact", "age", "user age")
         m = R_DIET.search(clause)
         if m:
             diet = m.group("diet").lower()
@@ -257,7 +265,7 @@ class _Rules:
         if m:
             status = m.group("status").lower()
             f.add_attr("marital_status", status)
-            mem(f"The user is {status}", "fact", "marital")
+            mem(f"The user is {status}", "fact", "marital", "user marital status")
 
         for rx in (R_REL_NAMED, R_HAVE_REL, R_NAME_IS_MY):
             for m in rx.finditer(clause):
@@ -269,7 +277,9 @@ class _Rules:
                 base = rel.split()[-1].split("-")[-1]
                 f.entity(name, "other" if base in PETS else "person", **{RELATION_ATTRIBUTE: rel})
                 f.add_attr(re.sub(r"[\s\-]+", "_", rel), name, join=True)
-                mem(f"The user's {rel} is {'named ' if base in PETS else ''}{name}", "fact", "relation")
+                # One partner at a time: a new one replaces the old (siblings, friends add up).
+                subject = "user partner" if base in PARTNERS else None
+                mem(f"The user's {rel} is {'named ' if base in PETS else ''}{name}", "fact", "relation", subject)
 
         m = R_DISLIKE.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
@@ -288,7 +298,7 @@ class _Rules:
         if m and (obj := object_phrase(m.group("obj"))):
             what = " ".join(m.group("what").lower().split())
             f.add_attr("favorite_" + re.sub(r"[\s\-]+", "_", what), obj)
-            mem(f"The user's favourite {what} is {obj}", "preference", "preference")
+            mem(f"The user's favourite {what} is {obj}", "preference", "preference", f"user favourite {what}")
 
         m = R_SPEAK.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
@@ -370,8 +380,8 @@ def extract_rules(
         taken.add(key)
 
     memories = [
-        {"content": content, "memory_type": memory_type, "importance": importance}
-        for content, memory_type, importance in found.memories
+        {"content": content, "memory_type": memory_type, "importance": importance, "subject": subject}
+        for content, memory_type, importance, subject in found.memories
     ]
     return TurnExtraction.model_validate({"entities": entities, "memories": memories, "method": "rules"})
 

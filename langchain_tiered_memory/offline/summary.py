@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage
 
 from ..extraction.messages import message_text, speaker
-from ..extraction.schema import EpisodeExtraction, check_tokens
+from ..extraction.arguments import check_tokens
+from ..extraction.schema import EpisodeExtraction
 from ..tokens import TiktokenCounter, TokenCounter
 from .entities import NOT_PROPER, proper_spans
 from .text import split_sentences

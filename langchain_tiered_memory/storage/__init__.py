@@ -2,8 +2,8 @@
 
 :class:`Storage` is one :class:`~.database.Database` (SQLite in a data directory by
 default) and a repository per table family — ``threads`` (and their messages),
-``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``store_items``,
-``checkpoints`` — plus the operations that span families: ``results`` (a job's output,
+``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``units`` (the
+conversation's recall units), ``store_items``, ``checkpoints`` — plus the operations that span families: ``results`` (a job's output,
 committed with the job), ``forgetting`` (journaled deletes) and ``portability`` (a user's
 rows out and in). The layers above speak the row types of :mod:`.rows` only, so a second
 database implements :class:`~.database.Database` and keeps every layer.
@@ -45,6 +45,7 @@ from .schema import MIGRATIONS
 from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads
+from .units import UnitRow, Units
 
 __all__ = [
     "APPLICATION_ID",
@@ -70,6 +71,7 @@ __all__ = [
     "ThreadRow",
     "Tx",
     "Unit",
+    "UnitRow",
     "ns_path",
 ]
 
@@ -90,6 +92,7 @@ class Storage:
         self.memories = Memories(db, decay)
         self.jobs = Jobs(db)
         self.episodes = Episodes(db)
+        self.units = Units(db)
         self.store_items = StoreItems(db)
         self.checkpoints = Checkpoints(db)
         self.forgetting = Forgetting(db)
@@ -163,4 +166,4 @@ class Storage:
 
     def unindexed_count(self) -> int:
         """Records waiting for their point in the vector index."""
-        return self.memories.pending_count() + self.episodes.pending_count()
+        return self.memories.pending_count() + self.episodes.pending_count() + self.units.pending_count()

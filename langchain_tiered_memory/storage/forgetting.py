@@ -68,6 +68,9 @@ class Forgetting:
             points: list[str] = []
             if row is not None:
                 key = row[0]
+                units = tx.column("SELECT id FROM units WHERE thread_key = ?", (key,))
+                _delete_ids(tx, "units", "id", units)
+                points += units
                 counts["threads"] = 1
                 counts["messages"] = tx.rowcount("DELETE FROM messages WHERE thread_key = ?", (key,))
                 counts["summaries"] = tx.rowcount("DELETE FROM summaries WHERE thread_key = ?", (key,))
@@ -82,7 +85,7 @@ class Forgetting:
                     "SELECT id FROM memories WHERE session_id = ? AND user_id = ?", (thread_id, owner)
                 )
                 counts["memories"] = delete_memories(tx, memories)
-                points = [*memories, *episodes]
+                points += [*memories, *episodes]
                 counts["entity_attributes"] = tx.rowcount(
                     "DELETE FROM entity_attributes WHERE source = ? AND entity_id IN "
                     "(SELECT id FROM entities WHERE user_id = ?)",
@@ -107,6 +110,8 @@ class Forgetting:
             threads += sorted(checkpoint_threads_of(tx, user_id))
             memories = tx.column("SELECT id FROM memories WHERE user_id = ?", (user_id,))
             episodes = tx.column("SELECT id FROM episodes WHERE user_id = ?", (user_id,))
+            units = tx.column("SELECT id FROM units WHERE user_id = ?", (user_id,))
+            _delete_ids(tx, "units", "id", units)
             # Store items first: those that address memories count as items too.
             items = delete_user_items(tx, user_id)
             counts = {
@@ -126,7 +131,8 @@ class Forgetting:
             counts["store_items"] = items
             counts["threads"] = tx.rowcount("DELETE FROM threads WHERE user_id = ?", (user_id,))
             counts["checkpoints"] = delete_checkpoints(tx, threads)
-            op = _journal(tx, {"user": user_id}, [*memories, *episodes], now)
+            # The user's points go by their tenant key: the ids are not needed.
+            op = _journal(tx, {"user": user_id}, [], now)
         return counts, op
 
     def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[int, int | None]:

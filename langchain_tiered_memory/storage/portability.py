@@ -16,6 +16,7 @@ from .jobs import enqueue
 from .memories import MEMORY_COLUMNS, aliases_of, insert_memories, memory_row
 from .rows import EpisodeRow, MemoryRow
 from .store_items import insert_items, names_user, ns_path
+from .units import add_units, speaker_of
 
 
 class Portability:
@@ -102,6 +103,9 @@ class Portability:
             [(keys[m["thread_id"]], user_id, m["seq"], m["message_id"], m["type"], m["tool_calls"],
               m["data"], m["tokens"], counter, m["created_at"]) for m in data.get("messages", ())],
         )
+        for key in keys.values():
+            stored = tx.all("SELECT seq, type, created_at, data FROM messages WHERE thread_key = ? ORDER BY seq", (key,))
+            add_units(tx, user_id, key, [(seq, kind, at, speaker_of(kind, data)) for seq, kind, at, data in stored])
         tx.executemany(
             "INSERT INTO summaries (thread_key, user_id, text, tokens, first_seq, last_seq, updated_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

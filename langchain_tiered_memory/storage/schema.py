@@ -4,8 +4,8 @@
 Tables (what owns what is in ``../shared/DESIGN.md``): ``threads`` and ``messages`` (the log),
 ``summaries``, ``entities`` with ``entity_attributes`` and the FTS5 index ``entities_fts``,
 ``jobs`` (the journal), ``episodes``, ``store_items`` (LangGraph store), ``memories`` with
-``memory_aliases`` (ids merged into a memory), ``forget_ops`` (forgets whose index deletions
-are pending) and ``meta``.
+``memory_aliases`` (ids merged into a memory), ``units`` (the conversation's recall units),
+``forget_ops`` (forgets whose index deletions are pending) and ``meta``.
 """
 
 from __future__ import annotations
@@ -240,6 +240,16 @@ def _migrate_to_4(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE episodes ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0")
     db.execute("CREATE INDEX episodes_unindexed ON episodes (indexed) WHERE indexed = 0")
     db.execute("CREATE INDEX messages_created ON messages (thread_key, created_at)")
+    # The conversation's recall units (storage/units.py): spans of the log, not copies of it.
+    db.execute(
+        "CREATE TABLE units ("
+        "id TEXT PRIMARY KEY, user_id TEXT NOT NULL, thread_key INTEGER NOT NULL, grain TEXT NOT NULL, "
+        "first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, at TEXT NOT NULL, speaker TEXT, "
+        "indexed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX units_thread ON units (thread_key, first_seq)")
+    db.execute("CREATE INDEX units_user ON units (user_id)")
+    db.execute("CREATE INDEX units_unindexed ON units (indexed) WHERE indexed = 0")
 
 
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.

@@ -15,6 +15,7 @@ from ..errors import ThreadOwnershipError
 from .database import Database, Tx, chunks
 from .jobs import enqueue
 from .rows import AppendResult, IndexRow, NewMessage, ThreadRow
+from .units import add_units, speaker_of
 
 THREAD_COLUMNS = (
     "id, thread_id, user_id, created_at, updated_at, next_seq, generation, evicted_through, "
@@ -133,6 +134,7 @@ class Threads:
             tx.execute(
                 "UPDATE threads SET next_seq = ?, updated_at = ? WHERE id = ?", (seq, now, thread.key)
             )
+            add_units(tx, user_id, thread.key, [(r[2], r[4], r[9], speaker_of(r[4], r[6])) for r in rows])
             if job_kind is not None and stored:
                 enqueue(tx, job_kind, user_id, thread.key, {"through_seq": seq - 1, **(job_payload or {})}, now)
         updated = dataclasses.replace(thread, updated_at=now, next_seq=seq)
@@ -168,6 +170,14 @@ class Threads:
                 ):
                     out[seq] = json.loads(data)
         return out
+
+    def message_ids(self, thread_key: int, first_seq: int, last_seq: int) -> list[str]:
+        """The ids of the messages ``first_seq..last_seq``, in order."""
+        with self.db.read() as tx:
+            return tx.column(
+                "SELECT message_id FROM messages WHERE thread_key = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+                (thread_key, first_seq, last_seq),
+            )
 
     def span(self, thread_key: int, first_seq: int, last_seq: int) -> tuple[str, str] | None:
         """When the first and the last message of the range were said."""

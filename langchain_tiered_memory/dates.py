@@ -1,0 +1,162 @@
+"""Dates and relative times in a query, read against the time it is asked.
+
+"What did I do last weekend?", "two weeks ago", "in May 2023", "on March 3rd": recall keeps
+the units said in that span ahead of the others (``recall.py``). Relative expressions
+("yesterday", "last week", "N days ago", "last May", "last Friday") are resolved here, by the
+calendar; explicit dates ("March 3rd", "2023-05-07", "3 May 2023") by ``dateparser``, a
+well-kept library, asked only when the query holds something date-shaped, so that the read
+path does not pay for its language detection on every turn. No LLM is involved.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+__all__ = ["TimeRange", "resolve"]
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
+_WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
+    "couple of": 2, "few": 3,
+}
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_NUMBER = r"(\d+|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_AGO = re.compile(rf"\b{_NUMBER}\s+(day|week|month|year)s?\s+ago\b", re.I)
+_LAST = re.compile(r"\b(last|this|past)\s+(weekend|week|month|year)\b", re.I)
+_LAST_NAMED = re.compile(r"\b(last|this|on)\s+([a-z]+)\b", re.I)
+_YEAR = re.compile(r"\b(?:in\s+)?((?:19|20)\d\d)\b", re.I)
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_MONTH_WORD = re.compile(r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?", re.I)
+_DAY_NUMBER = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\b")
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A span of time a query asks about: ``[start, end)``, and the words that said it."""
+
+    start: datetime
+    end: datetime
+    text: str
+
+    def __contains__(self, moment: datetime) -> bool:
+        return self.start <= moment < self.end
+
+
+def _day(moment: datetime) -> datetime:
+    return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _span(start: datetime, days: float, text: str) -> TimeRange:
+    return TimeRange(start, start + timedelta(days=days), text)
+
+
+def _month(year: int, month: int, text: str, tz: timezone | None) -> TimeRange:
+    start = datetime(year, month, 1, tzinfo=tz)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+    return TimeRange(start, end, text)
+
+
+def resolve(query: str, at: datetime) -> TimeRange | None:
+    """The span of time ``query`` asks about, read against ``at`` (aware), or ``None``.
+
+    Past readings are preferred: memory holds what was said. A day-precise expression gets
+    a whole day ("yesterday"), a vague one a wider span ("two weeks ago": the week around
+    it), so a unit said near the date still counts.
+    """
+    if not query:
+        return None
+    tz = at.tzinfo
+    today = _day(at)
+    text = query.lower()
+
+    match = _AGO.search(text)
+    if match:
+        raw = match.group(1)
+        n = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        unit = _UNIT_DAYS[match.group(2)]
+        centre = today - timedelta(days=n * unit)
+        slack = {1: 1, 7: 4, 30: 15, 365: 120}[unit]
+        return TimeRange(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), match.group(0))
+
+    if re.search(r"\byesterday\b", text):
+        return _span(today - timedelta(days=1), 1, "yesterday")
+    if re.search(r"\b(today|this morning|tonight|this afternoon|this evening)\b", text):
+        return _span(today, 1, "today")
+
+    match = _LAST.search(text)
+    if match:
+        which, what = match.group(1), match.group(2)
+        monday = today - timedelta(days=today.weekday())
+        if what == "weekend":
+            saturday = monday - timedelta(days=2) if which in ("last", "past") or today.weekday() < 5 else monday + timedelta(days=5)
+            return _span(saturday, 2, match.group(0))
+        if what == "week":
+            return _span(monday - timedelta(days=7), 7, match.group(0)) if which != "this" else _span(monday, 7, match.group(0))
+        if what == "month":
+            if which == "this":
+                return _month(today.year, today.month, match.group(0), tz)  # type: ignore[arg-type]
+            year, month = (today.year, today.month - 1) if today.month > 1 else (today.year - 1, 12)
+            return _month(year, month, match.group(0), tz)  # type: ignore[arg-type]
+        year = today.year - (which != "this")
+        return TimeRange(datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz), match.group(0))
+
+    for match in _LAST_NAMED.finditer(text):
+        which, name = match.group(1), match.group(2)
+        if name in _WEEKDAYS:
+            back = (today.weekday() - _WEEKDAYS[name]) % 7 or 7
+            if which == "this" and back == 7:
+                back = 0
+            return _span(today - timedelta(days=back), 1, match.group(0))
+        if name in _MONTHS and which in ("last", "this"):
+            month = _MONTHS[name]
+            year = today.year if month < today.month or (which == "this" and month == today.month) else today.year - 1
+            return _month(year, month, match.group(0), tz)  # type: ignore[arg-type]
+
+    explicit = _explicit(query, at)
+    if explicit is not None:
+        return explicit
+    match = _YEAR.search(text)
+    if match:
+        year = int(match.group(1))
+        return TimeRange(datetime(year, 1, 1, tzinfo=tz), datetime(year + 1, 1, 1, tzinfo=tz), match.group(0))
+    return None
+
+
+def _explicit(query: str, at: datetime) -> TimeRange | None:
+    """An explicit date or month in ``query`` (through ``dateparser``), as a day or a month."""
+    tz = at.tzinfo
+    iso = _ISO.search(query)
+    if iso:
+        try:
+            day = datetime(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)), tzinfo=tz)
+        except ValueError:
+            return None
+        return _span(day, 1, iso.group(0))
+    month = _MONTH_WORD.search(query)
+    if month is None:
+        return None
+    word = month.group(1).lower()
+    if word == "may" and not re.search(r"\b(in|last|this|of|on|since|until|during|early|late|mid)\s+may\b|\bmay\s+(\d|of)", query, re.I):
+        return None  # the verb, not the month
+    from dateparser.search import search_dates
+
+    settings = {
+        "RELATIVE_BASE": at.astimezone(timezone.utc).replace(tzinfo=None),
+        "PREFER_DATES_FROM": "past",
+        "RETURN_AS_TIMEZONE_AWARE": False,
+    }
+    found = search_dates(query, languages=["en"], settings=settings) or []  # type: ignore[arg-type]
+    for words, moment in found:
+        if not _MONTH_WORD.search(words):
+            continue
+        moment = moment.replace(tzinfo=tz)
+        if _DAY_NUMBER.search(_MONTH_WORD.sub(" ", words).replace(str(moment.year), " ")):
+            return _span(_day(moment), 1, words)
+        return _month(moment.year, moment.month, words, tz)  # type: ignore[arg-type]
+    return None

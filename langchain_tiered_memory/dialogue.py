@@ -1,0 +1,104 @@
+"""The conversation itself, searchable: single turns and short windows of turns.
+
+Every stored user or assistant message is a ``turn`` unit, and every few consecutive
+messages a ``window`` unit (``storage/units.py``). Their indexed text is built from the log
+each time it is needed — the messages are its only copy — with the speaker and the date on
+each line, so "when" and "who said it" are in what is embedded and what BM25 sees::
+
+    user (2024-03-31): They finally made me team lead at work!
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import messages_from_dict
+
+from .extraction.messages import message_text, speaker
+from .storage.rows import Unit
+
+if TYPE_CHECKING:
+    from .storage import Storage, UnitRow
+
+#: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
+MAX_INDEXED_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class Line:
+    """One message of a unit: its id, when and by whom it was said, what was said."""
+
+    message_id: str
+    seq: int
+    at: datetime
+    speaker: str
+    text: str
+
+    def render(self, *, time: bool = False, limit: int | None = None) -> str:
+        """``speaker (date): text`` on one line (``time``: with the hour)."""
+        when = f"{self.at:%Y-%m-%d %H:%M}" if time else f"{self.at:%Y-%m-%d}"
+        text = " ".join(self.text.split())
+        if limit is not None and len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return f"{self.speaker} ({when}): {text}"
+
+
+def lines_of(rows: Sequence[tuple[int, str, str, str]]) -> list[Line]:
+    """The lines of a unit's messages, ``(seq, message_id, created_at, data)`` each."""
+    out = []
+    for seq, message_id, created, data in rows:
+        message = messages_from_dict([json.loads(data)])[0]
+        # A named speaker (two people talking, an imported chat) is named: questions do.
+        who = " ".join(message.name.split()) if isinstance(message.name, str) and message.name.strip() else speaker(message)
+        out.append(Line(message_id, seq, datetime.fromisoformat(created), who, message_text(message)))
+    return out
+
+
+class DialogueLayer:
+    """The index's source of ``turn`` and ``window`` units."""
+
+    name = "conversation"
+    grains = ("turn", "window")
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def lines(self, units: Sequence[UnitRow]) -> dict[str, list[Line]]:
+        """Each unit's lines, by unit id."""
+        return {uid: lines_of(rows) for uid, rows in self._storage.units.spans(units).items()}
+
+    def pending(self, limit: int) -> list[Unit]:
+        """Units whose point is not written yet, with their indexed text."""
+        units = self._storage.units.unindexed(limit)
+        lines = self.lines(units)
+        out = []
+        for u in units:
+            text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines[u.id])
+            # A span whose messages were all tool calls or system text has nothing to find.
+            out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
+                            fields={"current": 1}))
+        return out
+
+    def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
+        """Mark the units indexed."""
+        self._storage.units.mark_indexed([u.id for u in units])
+
+    def reset(self) -> int:
+        """Every unit needs its point again."""
+        return self._storage.units.mark_all_unindexed()
+
+    def indexed_count(self) -> int:
+        """Units with their point written."""
+        return self._storage.units.indexed_count()
+
+    def texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The indexed text of the units among ``ids``."""
+        units = list(self._storage.units.get_many(list(ids)).values())
+        return {
+            uid: "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines) or " "
+            for uid, lines in self.lines(units).items()
+        }

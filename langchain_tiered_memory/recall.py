@@ -1,0 +1,464 @@
+"""Recall: one search across grains — facts, turns, windows of turns, sessions — for one user.
+
+The index returns candidates of every grain with both legs' scores; the records come from
+the database; :mod:`.scoring` turns similarity into relevance (the threshold means "not
+relevant") and lets importance and recency break near-ties. A query that names a time
+("last weekend", "in May") is read against the time it is asked (:mod:`.dates`): units said
+then are fetched even when their words are far from the question's, and count as more
+relevant. Evidence that repeats messages already found is dropped, so each result brings
+something new. Every result names its time and the messages it came from.
+
+Besides similarity, three signals every conversation has shape relevance (bounded, so
+none can make a non-match relevant):
+
+- **who said it**: a question in the first person ("where do *I* live?") is about what the
+  user said, so the assistant's turns count for less; one that names a speaker ("what did
+  Caroline paint?") prefers that speaker's turns;
+- **when**: a named time keeps what was said then ahead, and what was said at other times
+  behind; otherwise newer evidence wins near-ties (``decay`` per day since it was said);
+- **whom it is about**: a question about "my brother" also searches under the names the
+  entity profiles give the user's brother, so "Zeno got a guinea pig" is found although it
+  never says "brother" (a second hop, from what the profiles learned).
+
+The context's ``memories`` section quotes the best evidence, each line dated, and where the
+budget allows the turns around a turn that matched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+from . import scoring
+from .context import ContextSection, SectionRequest
+from .dates import TimeRange, resolve
+from .dialogue import DialogueLayer, Line, lines_of
+from .entries import MemoryEntry, check_k, check_user
+from .errors import InvalidInputError
+from .index import GRAINS, Candidate, RecallIndex
+
+if TYPE_CHECKING:
+    from .config import MemoryConfig
+    from .entities import EntityLayer
+    from .episodes import EpisodeLayer
+    from .facts import FactLayer
+    from .storage import Storage
+    from .tokens import TokenCounter
+
+__all__ = ["DEFAULT_GRAINS", "Evidence", "RecallLayer"]
+
+#: What recall searches unless told otherwise (sessions are the episodes section's).
+DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn", "window")
+#: Candidates per retrieval leg, at least; more for a larger ``k``.
+CANDIDATES = 60
+#: How much being said in the time a query names adds (a noisy OR with the relevance).
+TIME_WEIGHT = 0.5
+#: What relevance keeps when said outside the time a query names.
+OFF_TIME = 0.75
+#: What relevance keeps when said by the other side of a question's speaker.
+OTHER_SPEAKER = 0.8
+#: What naming a unit's speaker adds (a noisy OR with the relevance).
+NAMED_SPEAKER = 0.2
+#: Names followed from a question's relation words ("my brother") to the entity profiles.
+MAX_LINKED_NAMES = 3
+#: Slack around a named time (a thing said the evening before "yesterday" still counts).
+_TIME_SLACK = timedelta(hours=12)
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.I)
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.I)
+_WORDS = re.compile(r"[\w'-]+")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One recalled unit: what it says, when, where from, and how well it matched.
+
+    ``grain`` is ``fact`` (a long-term memory: ``memory`` holds it), ``turn`` (one message),
+    ``window`` (a few consecutive messages) or ``session`` (an episode). ``message_ids`` are
+    the messages it came from (a fact's sources, a turn's own id, a window's or a session's
+    span); ``at`` is when it was said. ``parts`` explains the score with ``explain=True``.
+    """
+
+    grain: str
+    id: str
+    text: str
+    at: datetime
+    message_ids: tuple[str, ...]
+    score: float
+    relevance: float
+    thread_id: str | None = None
+    memory: MemoryEntry | None = None
+    lines: tuple[Line, ...] = field(default=(), repr=False)
+    parts: scoring.ScoreParts | None = None
+
+
+@dataclass
+class _Hit:
+    grain: str
+    id: str
+    at: datetime
+    relevance: float
+    score: float
+    parts: scoring.ScoreParts
+    message_ids: tuple[str, ...] = ()
+    thread_key: int | None = None
+    row: object = None
+
+
+class RecallLayer:
+    """Search across grains, and the context's ``memories`` section."""
+
+    name = "memories"
+
+    def __init__(
+        self,
+        storage: Storage,
+        index: RecallIndex,
+        facts: FactLayer,
+        dialogue: DialogueLayer,
+        episodes: EpisodeLayer,
+        entities: EntityLayer,
+        config: MemoryConfig,
+        counter: TokenCounter,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._storage = storage
+        self._index = index
+        self._facts = facts
+        self._dialogue = dialogue
+        self._episodes = episodes
+        self._entities = entities
+        self.config = config
+        self._counter = counter
+        self._clock = clock
+
+    # --- search -----------------------------------------------------------------------
+
+    def recall(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        grains: Sequence[str] | None = None,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        peek: bool = False,
+        explain: bool = False,
+    ) -> list[Evidence]:
+        """The user's ``k`` best pieces of evidence for ``query`` (see the module docs).
+
+        ``at`` is when the question is asked (default now: relative dates read from it);
+        ``since``/``until`` keep units said in that span. The memories returned count as
+        recalled unless ``peek``. An empty query, or a user with nothing stored, gives ``[]``.
+        """
+        check_user(user_id)
+        k = check_k(k)
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a str, got {type(query).__name__}")
+        wanted = tuple(grains) if grains is not None else DEFAULT_GRAINS
+        unknown = [g for g in wanted if g not in GRAINS]
+        if unknown or not wanted:
+            raise InvalidInputError(f"grains must be some of {', '.join(GRAINS)}, got {list(wanted)!r}")
+        now = self._now()
+        hits = self._search(user_id, query, k, wanted, at or now, since, until, now)
+        return self._evidence(hits, now, peek=peek, explain=explain)
+
+    def _now(self) -> datetime:
+        return self._clock().astimezone(timezone.utc)
+
+    def _search(
+        self, user_id: str, query: str, k: int, grains: Sequence[str], at: datetime,
+        since: datetime | None, until: datetime | None, now: datetime,
+        window: tuple[int, int] | None = None,
+    ) -> list[_Hit]:
+        if not query.strip() or not self._has_any(user_id, grains):
+            return []
+        vector = self._index.embed_query(query)
+        limit = max(CANDIDATES, 6 * k)
+        named = resolve(query, at)
+        found = {
+            c.id: c
+            for c in self._index.candidates(
+                user_id, query, vector, grains=grains, limit=limit, since=since, until=until,
+            )
+        }
+        if named is not None:
+            # Units said then, however far their words are from the question's.
+            start = max(named.start - _TIME_SLACK, since) if since else named.start - _TIME_SLACK
+            end = min(named.end + _TIME_SLACK, until) if until else named.end + _TIME_SLACK
+            for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
+                found.setdefault(c.id, c)
+        for name in self._linked_names(user_id, query):
+            # The second hop: the same question about the person the relation names.
+            linked = f"{name}: {query}"
+            for c in self._index.candidates(
+                user_id, linked, self._index.embed_query(linked), grains=grains, limit=max(20, 2 * k),
+                since=since, until=until,
+            ):
+                best = found.get(c.id)
+                if best is None or _strength(c) > _strength(best):
+                    found[c.id] = c
+        hits = self._score(user_id, list(found.values()), now, named, Asked(query, at), window)
+        hits.sort(key=lambda h: (-h.score, h.at, h.id))
+        return _diverse(hits, k)
+
+    def _linked_names(self, user_id: str, query: str) -> list[str]:
+        """Names of the people and things the query's relation words point to ("my sister")."""
+        words = {w.casefold() for w in _WORDS.findall(query)}
+        names: list[str] = []
+        for entity in self._entities.relevant(user_id, query, limit=10):
+            relation = entity.attributes.get("relation_to_user", "")
+            if relation and relation != "self" and relation.casefold() in words:
+                if entity.name.casefold() not in words and entity.name not in names:
+                    names.append(entity.name)
+        return names[:MAX_LINKED_NAMES]
+
+    def _has_any(self, user_id: str, grains: Sequence[str]) -> bool:
+        if "fact" in grains and self._storage.memories.count(user_id):
+            return True
+        with self._storage.db.read() as tx:
+            if {"turn", "window"} & set(grains) and tx.one("SELECT 1 FROM units WHERE user_id = ? LIMIT 1", (user_id,)):
+                return True
+            return "session" in grains and tx.one("SELECT 1 FROM episodes WHERE user_id = ? LIMIT 1", (user_id,)) is not None
+
+    def _score(
+        self, user_id: str, candidates: Sequence[Candidate], now: datetime, named: TimeRange | None,
+        asked: Asked, window: tuple[int, int] | None = None,
+    ) -> list[_Hit]:
+        """Scored hits; ``window`` is ``(thread_key, evicted_through)`` of the turn's thread,
+        whose messages after it the model is sent anyway."""
+        by_grain: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            by_grain.setdefault(c.grain, []).append(c)
+        threshold = self.config.score_threshold
+        cal = self._facts.calibration
+        hits: list[_Hit] = []
+
+        def timed(relevance: float, at: datetime) -> float:
+            if named is None:
+                return relevance
+            if named.start - _TIME_SLACK <= at < named.end + _TIME_SLACK:
+                return 1.0 - (1.0 - relevance) * (1.0 - TIME_WEIGHT)
+            return relevance * OFF_TIME
+
+        def recency(at: datetime) -> float:
+            return scoring.decay_factor(self.config.decay, scoring.days_between(asked.at, at))
+
+        for s in self._facts.score(user_id, by_grain.get("fact", []), now, threshold=0.0):  # applied below
+            at = datetime.fromisoformat(s.row.valid_from)
+            rel = timed(s.parts.relevance, at)
+            if rel >= threshold:
+                parts = s.parts.model_copy(update={"relevance": rel, "score": scoring.score(rel, s.parts.effective_importance)})
+                hits.append(_Hit("fact", s.row.id, at, rel, parts.score, parts, tuple(s.row.source_messages), row=s.row))
+        spoken = [c for g in ("turn", "window") for c in by_grain.get(g, [])]
+        if spoken:
+            units = self._storage.units.get_many([c.id for c in spoken])
+            mine = [u for u in units.values() if u.user_id == user_id]
+            ids = self._storage.units.message_ids(mine)
+            for c in spoken:
+                unit = units.get(c.id)
+                if unit is None or unit.user_id != user_id:
+                    continue  # forgotten since its point was written: never shown
+                if window is not None and unit.thread_key == window[0] and unit.first_seq > window[1]:
+                    continue  # still in the thread's window: sent whole already
+                at = datetime.fromisoformat(unit.at)
+                rel = asked.by(unit.speaker, timed(scoring.relevance(c.dense, c.sparse, cal), at))
+                if rel >= threshold and ids.get(unit.id):
+                    prior = recency(at)
+                    parts = scoring.ScoreParts(relevance=rel, dense=c.dense, sparse=c.sparse, decay=prior,
+                                               effective_importance=prior, score=scoring.score(rel, prior))
+                    hits.append(_Hit(unit.grain, unit.id, at, rel, parts.score, parts, tuple(ids[unit.id]),
+                                     unit.thread_key, unit))
+        sessions = by_grain.get("session", [])
+        if sessions:
+            rows = self._storage.episodes.get_many([c.id for c in sessions])
+            for c in sessions:
+                episode = rows.get(c.id)
+                if episode is None or episode.user_id != user_id:
+                    continue
+                at = datetime.fromisoformat(episode.started_at)
+                rel = timed(scoring.relevance(c.dense, c.sparse, cal), at)
+                if rel >= threshold:
+                    prior = recency(at)
+                    parts = scoring.ScoreParts(relevance=rel, dense=c.dense, sparse=c.sparse, decay=prior,
+                                               effective_importance=prior, score=scoring.score(rel, prior))
+                    hits.append(_Hit("session", episode.id, at, rel, parts.score, parts, row=episode))
+        return hits
+
+    def _evidence(self, hits: Sequence[_Hit], now: datetime, *, peek: bool, explain: bool) -> list[Evidence]:
+        from .episodes import Episode
+        from .facts import Scored
+
+        facts = [h for h in hits if h.grain == "fact"]
+        entries = self._facts.record([Scored(h.row, h.score, h.parts) for h in facts], now, peek)  # type: ignore[arg-type]
+        by_fact = {e.id: e for e in entries}
+        units = [h.row for h in hits if h.grain in ("turn", "window")]
+        lines = self._dialogue.lines(units) if units else {}  # type: ignore[arg-type]
+        threads = self._storage.units.thread_ids(sorted({h.thread_key for h in hits if h.thread_key is not None}))
+        out = []
+        for h in hits:
+            parts = h.parts if explain else None
+            if h.grain == "fact":
+                entry = by_fact[h.id]
+                out.append(Evidence("fact", h.id, entry.content, h.at, h.message_ids, h.score, h.relevance,
+                                    entry.session_id, entry, (), parts))
+            elif h.grain == "session":
+                episode = Episode.from_row(h.row)  # type: ignore[arg-type]
+                span = self._span_ids(episode.thread_id, h.row.first_seq, h.row.last_seq)  # type: ignore[attr-defined]
+                out.append(Evidence("session", h.id, episode.text(), h.at, span, h.score, h.relevance,
+                                    episode.thread_id, None, (), parts))
+            else:
+                own = tuple(lines.get(h.id, ()))
+                text = "\n".join(line.render() for line in own)
+                out.append(Evidence(h.grain, h.id, text, h.at, h.message_ids, h.score, h.relevance,
+                                    threads.get(h.thread_key) if h.thread_key is not None else None, None, own, parts))
+        return out
+
+    def _span_ids(self, thread_id: str, first: int, last: int) -> tuple[str, ...]:
+        thread = self._storage.threads.get(thread_id)
+        return () if thread is None else tuple(self._storage.threads.message_ids(thread.key, first, last))
+
+    # --- the context ------------------------------------------------------------------
+
+    def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
+        """The best evidence for the turn's query, one dated line each, best first, while
+        it fits (at most ``memories_max_tokens``); the messages around a matching turn are
+        added where room is left. Only the memories shown count as recalled."""
+        query = request.query
+        budget = min(max_tokens, self.config.memories_max_tokens)
+        k = self.config.memories_k
+        if not query or not query.strip() or budget <= 0 or k == 0:
+            return None
+        now = self._now()
+        thread = request.thread
+        window = (thread.key, thread.evicted_through) if thread is not None else None
+        hits = self._search(
+            request.user_id, query, min(k, 100), DEFAULT_GRAINS, request.at or now, None, None, now, window
+        )
+        if not hits:
+            return None
+        counter = self._counter
+        evidence = self._evidence(hits, now, peek=True, explain=False)
+        # Keep what fits, best first. A window that holds a turn already shown takes that
+        # turn's place (the turn with the messages around it) instead of repeating it.
+        blocks: list[list[str]] = []
+        shown: list[Evidence] = []
+        used = 0
+        for e in evidence:
+            block = render(e)
+            cost = counter.count_text("\n".join(block) + "\n")
+            inside = [i for i, s in enumerate(shown)
+                      if s.grain == "turn" and e.grain == "window" and set(s.message_ids) <= set(e.message_ids)]
+            if inside:
+                saved = sum(counter.count_text("\n".join(blocks[i]) + "\n") for i in inside)
+                if used - saved + cost <= budget:
+                    blocks[inside[0]], shown[inside[0]] = block, e
+                    for i in reversed(inside[1:]):
+                        del blocks[i], shown[i]
+                    used += cost - saved
+                continue
+            if used + cost > budget:
+                continue
+            blocks.append(block)
+            shown.append(e)
+            used += cost
+        if not blocks:
+            return None
+        used = self._add_neighbours(blocks, shown, budget, used)
+        facts = [e for e in shown if e.grain == "fact"]
+        if facts and not request.peek:
+            from .facts import Scored
+
+            rows = self._storage.memories.get_many([e.id for e in facts])
+            self._facts.record(
+                [Scored(rows[e.id], e.score, scoring.ScoreParts(relevance=e.relevance, score=e.score))
+                 for e in facts if e.id in rows], now, False,
+            )
+        text = "\n".join(line for block in blocks for line in block)
+        return ContextSection(self.name, text, counter.count_text(text))
+
+    def _add_neighbours(self, blocks: list[list[str]], shown: Sequence[Evidence], budget: int, used: int) -> int:
+        """Around each matching turn, the message before and after it, while they fit."""
+        present = {mid for e in shown for mid in e.message_ids}
+        for block, e in zip(blocks, shown):
+            if e.grain != "turn" or not e.lines:
+                continue
+            line = e.lines[0]
+            thread = self._storage.threads.get(e.thread_id) if e.thread_id else None
+            if thread is None:
+                continue
+            around = self._storage.units.spoken(thread.key, [line.seq - 1, line.seq + 1])
+            for neighbour in lines_of(around):
+                if neighbour.message_id in present:
+                    continue
+                extra = "    " + neighbour.render(time=True)
+                cost = self._counter.count_text(extra + "\n")
+                if used + cost > budget:
+                    return used
+                block.insert(0 if neighbour.seq < line.seq else len(block), extra)
+                present.add(neighbour.message_id)
+                used += cost
+        return used
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Who a question is about, and when it is asked."""
+
+    query: str
+    at: datetime
+
+    @property
+    def words(self) -> set[str]:
+        return {w.casefold() for w in _WORDS.findall(self.query)}
+
+    def by(self, speaker: str | None, relevance: float) -> float:
+        """``relevance`` as who said it makes it: less from the other side of a first- (or
+        second-) person question, more from a speaker the question names."""
+        if speaker is None:
+            return relevance
+        if speaker in ("user", "assistant"):
+            mine = bool(_FIRST_PERSON.search(self.query))
+            yours = bool(_SECOND_PERSON.search(self.query))
+            if mine != yours and (speaker == "assistant") == mine:
+                return relevance * OTHER_SPEAKER
+            return relevance
+        if speaker.casefold() in self.words or speaker.split()[0].casefold() in self.words:
+            return 1.0 - (1.0 - relevance) * (1.0 - NAMED_SPEAKER)
+        return relevance
+
+
+def _strength(c: Candidate) -> float:
+    return scoring.relevance(c.dense, c.sparse)
+
+
+def _diverse(hits: Sequence[_Hit], k: int) -> list[_Hit]:
+    """The best ``k`` hits, skipping one whose messages the hits above it already cover."""
+    out: list[_Hit] = []
+    covered: set[str] = set()
+    for h in hits:
+        ids = set(h.message_ids)
+        if h.grain != "fact" and ids and ids <= covered:
+            continue
+        out.append(h)
+        covered |= ids
+        if len(out) == k:
+            break
+    return out
+
+
+def render(evidence: Evidence) -> list[str]:
+    """The lines of one piece of evidence in the context."""
+    date = f"{evidence.at:%Y-%m-%d}"
+    if evidence.grain == "fact":
+        return [f"- [{date}] " + " ".join(evidence.text.split())]
+    if evidence.grain == "session":
+        return [f"- [{date}, session] " + " ".join(evidence.text.split())]
+    lines = [line.render(time=True) for line in evidence.lines]
+    if len(lines) == 1:
+        return ["- " + lines[0]]
+    return ["- " + lines[0], *("  " + line for line in lines[1:])]

@@ -1,0 +1,179 @@
+"""The conversation as recall units: single turns and short windows of consecutive turns.
+
+A unit is a row that names a span of one thread's log (``first_seq``..``last_seq``); the
+messages own the text, the unit only says which of them one index point stands for. Units
+are written with the messages, in the append's transaction, so every stored message becomes
+searchable; ``indexed`` tracks their points as for memories.
+
+A turn unit per user or assistant message; a window unit per :data:`WINDOW` consecutive
+messages, one every :data:`STRIDE` (so each message is in two windows), written when its
+last message is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .database import Database, Tx, chunks
+
+#: Messages per window unit, and the step between windows.
+WINDOW = 4
+STRIDE = 2
+#: Message types that become turns (tool results and system prompts do not).
+SPOKEN = ("human", "ai")
+_UNITS = uuid.UUID("b7c1f3a2-5d8e-4f60-9a1b-3c2d4e5f6a7b")
+_COLUMNS = "id, user_id, thread_key, grain, first_seq, last_seq, at, speaker"
+
+
+@dataclass(frozen=True)
+class UnitRow:
+    """A unit of the conversation: which thread and which messages it spans."""
+
+    id: str
+    user_id: str
+    thread_key: int
+    grain: str
+    first_seq: int
+    last_seq: int
+    at: str
+    #: Who said it, for a turn: the message's ``name`` if it has one, else ``user`` or
+    #: ``assistant``; ``None`` for a window (several speakers).
+    speaker: str | None = None
+
+
+def unit_id(thread_key: int, grain: str, first_seq: int) -> str:
+    """The id of a unit: the same for the same span, for the life of the database."""
+    return str(uuid.uuid5(_UNITS, f"{thread_key}\x1f{grain}\x1f{first_seq}"))
+
+
+def speaker_of(kind: str, data: str) -> str | None:
+    """Who said a stored message: its ``name`` (a named speaker), else ``user``/``assistant``."""
+    if kind not in SPOKEN:
+        return None
+    name = json.loads(data).get("data", {}).get("name")
+    if isinstance(name, str) and name.strip():
+        return " ".join(name.split())
+    return "user" if kind == "human" else "assistant"
+
+
+def add_units(tx: Tx, user_id: str, thread_key: int, stored: Sequence[tuple[int, str, str, str | None]]) -> int:
+    """Write the units that messages just stored complete: ``stored`` holds their
+    ``(seq, type, at, speaker)``. Returns how many units were written."""
+    rows = []
+    for seq, kind, at, who in stored:
+        if kind in SPOKEN:
+            rows.append((unit_id(thread_key, "turn", seq), user_id, thread_key, "turn", seq, seq, at, who))
+        first = seq - WINDOW + 1
+        if first >= 0 and first % STRIDE == 0:
+            start = tx.scalar(
+                "SELECT created_at FROM messages WHERE thread_key = ? AND seq = ?", (thread_key, first)
+            )
+            rows.append((unit_id(thread_key, "window", first), user_id, thread_key, "window", first, seq,
+                         start or at, None))
+    tx.executemany(
+        f"INSERT INTO units ({_COLUMNS}, indexed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT(id) DO NOTHING",
+        rows,
+    )
+    return len(rows)
+
+
+class Units:
+    """Every user's conversation units."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, UnitRow]:
+        """The units among ``ids`` that exist, by id."""
+        out: dict[str, UnitRow] = {}
+        with self.db.read() as tx:
+            for chunk in chunks(list(ids)):
+                for r in tx.all(f"SELECT {_COLUMNS} FROM units WHERE id IN {tx.in_list(chunk)}", chunk):
+                    out[r[0]] = UnitRow(*r)
+        return out
+
+    def spans(self, units: Sequence[UnitRow]) -> dict[str, list[tuple[int, str, str, str]]]:
+        """Each unit's spoken messages as ``(seq, message_id, created_at, data)``, by unit id."""
+        return self._messages(units, "seq, message_id, created_at, data")
+
+    def message_ids(self, units: Sequence[UnitRow]) -> dict[str, list[str]]:
+        """Each unit's spoken message ids, by unit id (no message content read)."""
+        return {k: [r[1] for r in v] for k, v in self._messages(units, "seq, message_id").items()}
+
+    def _messages(self, units: Sequence[UnitRow], columns: str) -> dict[str, list[tuple[Any, ...]]]:
+        out: dict[str, list[tuple[Any, ...]]] = {u.id: [] for u in units}
+        by_thread: dict[int, list[UnitRow]] = {}
+        for u in units:
+            by_thread.setdefault(u.thread_key, []).append(u)
+        with self.db.read() as tx:
+            for key, group in by_thread.items():
+                seqs = sorted({s for u in group for s in range(u.first_seq, u.last_seq + 1)})
+                found: dict[int, tuple[Any, ...]] = {}
+                for chunk in chunks(seqs):
+                    for row in tx.all(
+                        f"SELECT {columns} FROM messages WHERE thread_key = ? "
+                        f"AND seq IN {tx.in_list(chunk)} AND type IN ('human', 'ai')",
+                        (key, *chunk),
+                    ):
+                        found[row[0]] = tuple(row)
+                for u in group:
+                    out[u.id] = [found[s] for s in range(u.first_seq, u.last_seq + 1) if s in found]
+        return out
+
+    def spoken(self, thread_key: int, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
+        """The user and assistant messages at ``seqs`` of a thread, as ``(seq, message_id,
+        created_at, data)``, in order."""
+        if not seqs:
+            return []
+        with self.db.read() as tx:
+            return [
+                (r[0], r[1], r[2], r[3])
+                for r in tx.all(
+                    f"SELECT seq, message_id, created_at, data FROM messages WHERE thread_key = ? "
+                    f"AND seq IN {tx.in_list(seqs)} AND type IN ('human', 'ai') ORDER BY seq",
+                    (thread_key, *seqs),
+                )
+            ]
+
+    def thread_ids(self, keys: Sequence[int]) -> dict[int, str]:
+        """The thread id of each thread key."""
+        if not keys:
+            return {}
+        with self.db.read() as tx:
+            return dict(tx.all(f"SELECT id, thread_id FROM threads WHERE id IN {tx.in_list(keys)}", list(keys)))
+
+    # --- the index's bookkeeping -----------------------------------------------------------
+
+    def unindexed(self, limit: int) -> list[UnitRow]:
+        """Units whose point is not written yet (oldest first)."""
+        with self.db.read() as tx:
+            rows = tx.all(
+                f"SELECT {_COLUMNS} FROM units WHERE indexed = 0 ORDER BY thread_key, first_seq, grain LIMIT ?",
+                (limit,),
+            )
+        return [UnitRow(*r) for r in rows]
+
+    def mark_indexed(self, ids: Sequence[str]) -> None:
+        """Record that the points of ``ids`` are written."""
+        with self.db.write(durable=False) as tx:
+            for chunk in chunks(list(ids)):
+                tx.execute(f"UPDATE units SET indexed = 1 WHERE id IN {tx.in_list(chunk)}", chunk)
+
+    def mark_all_unindexed(self) -> int:
+        """Every unit needs its point written again."""
+        with self.db.write() as tx:
+            return tx.rowcount("UPDATE units SET indexed = 0 WHERE indexed = 1")
+
+    def indexed_count(self) -> int:
+        """How many units have their point written."""
+        with self.db.read() as tx:
+            return int(tx.scalar("SELECT COUNT(*) FROM units WHERE indexed = 1"))
+
+    def pending_count(self) -> int:
+        """How many units wait for their point."""
+        with self.db.read() as tx:
+            return int(tx.scalar("SELECT COUNT(*) FROM units WHERE indexed = 0"))

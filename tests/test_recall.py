@@ -1,0 +1,157 @@
+"""Recall that finds what matters: relevance from similarity, the whole conversation indexed,
+time and updates understood — with the real MiniLM model on a real Qdrant Edge shard."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.cli import DEMO_TURNS
+from langchain_tiered_memory.embeddings import MiniLMEmbeddings
+
+INLINE = MemoryConfig(job_mode="inline")
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return MiniLMEmbeddings()
+
+
+@pytest.fixture
+def memory(tmp_path, minilm):
+    with TieredMemory(tmp_path / "memory", INLINE, embeddings=minilm) as m:
+        yield m
+
+
+def test_the_drink_question_finds_the_tea_and_recalls_cannot_snowball(memory):
+    memory.after_turn("u1", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
+    memory.flush()
+    assert len(memory.list_memories("u1")) == 3  # name, home, drink: the offline rules
+
+    def first(query: str) -> str:
+        return memory.search("u1", query, k=3)[0].entry.content
+
+    assert "tea" in first("what does the user like to drink")
+    for _ in range(10):  # each search boosts what it returns: the home memory, ten times
+        assert "Paris" in first("where does the user live")
+    assert "tea" in first("what does the user like to drink")
+
+
+def test_an_unrelated_query_returns_nothing_at_the_default_threshold(memory):
+    memory.after_turn("u1", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea."),
+                                   AIMessage("Noted, Alice.")])
+    memory.flush()
+    assert memory.search("u1", "how do I change a bicycle tyre", k=5) == []
+    assert memory.recall("u1", "how do I change a bicycle tyre", k=5) == []
+    hits = memory.search("u1", "what does the user like to drink", k=5, explain=True)
+    assert hits and all(h.parts.relevance >= memory.config.score_threshold for h in hits)
+
+
+def test_the_demo_budget_said_at_turn_three_is_in_the_context_at_the_end(tmp_path, minilm):
+    config = MemoryConfig(max_tokens=600, system_reserve=60, output_reserve=100, summary_max_tokens=120,
+                          job_mode="inline")
+    with TieredMemory(tmp_path / "demo", config, embeddings=minilm) as memory:
+        for question, answer in DEMO_TURNS:
+            memory.after_turn("alice", "demo", [HumanMessage(question), AIMessage(answer)])
+        context = memory.before_turn("alice", "demo", query="How much money do I have for the trip?")
+        # Long gone from the window; the conversation itself is recalled.
+        assert "3,000 euros" not in "".join(m.text for m in context.window)
+        assert "3,000 euros" in context.memory_block
+        assert context.token_usage.total <= context.token_usage.budget
+
+
+def test_an_update_comes_first_and_the_old_value_stays_in_history(memory):
+    t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
+    memory.after_turn("u", "s1", [HumanMessage("I live in Paris."), AIMessage("Lovely city.")], at=t0)
+    memory.after_turn("u", "s2", [HumanMessage("Big news: we moved to Lisbon!"), AIMessage("Congratulations!")],
+                      at=t0 + timedelta(days=90))
+    memory.flush()
+    hits = memory.search("u", "which city does the user live in", k=5)
+    assert "Lisbon" in hits[0].entry.content
+    assert all("Paris" not in h.entry.content for h in hits)  # superseded: out of default recall
+    history = {e.content: e for e in memory.list_memories("u")}
+    old, new = history["The user lives in Paris."], history["The user lives in Lisbon."]
+    assert old.valid_to == new.valid_from == t0 + timedelta(days=90) and old.superseded_by == new.id
+    assert new.current and not old.current
+    # The whole conversation still holds both; the newer statement comes first.
+    evidence = memory.recall("u", "where does the user live now?", k=5)
+    texts = [e.text for e in evidence]
+    lisbon = next(i for i, t in enumerate(texts) if "Lisbon" in t)
+    paris = next((i for i, t in enumerate(texts) if "Paris" in t), len(texts))
+    assert lisbon < paris
+
+
+def test_a_relative_date_finds_the_turn_of_that_session(memory):
+    days = {
+        "mon": datetime(2025, 3, 3, 18, tzinfo=timezone.utc),   # a Monday
+        "sat": datetime(2025, 3, 8, 11, tzinfo=timezone.utc),   # the Saturday after
+        "wed": datetime(2025, 3, 12, 20, tzinfo=timezone.utc),
+    }
+    said = {
+        "mon": "Work was long today, lots of spreadsheets.",
+        "sat": "Today was all about axe throwing with my cousins.",
+        "wed": "Cooked a big pot of lentil soup tonight.",
+    }
+    ids = {}
+    for day, when in days.items():
+        message = HumanMessage(said[day])
+        memory.after_turn("u", f"session-{day}", [message, AIMessage("Sounds good.")], at=when)
+        ids[day] = memory.get_messages("u", f"session-{day}")[0].id
+    asked = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)  # the Thursday after
+    [first, *_] = memory.recall("u", "What was I up to last weekend?", k=3, at=asked)
+    assert ids["sat"] in first.message_ids and first.at.date() == days["sat"].date()
+    assert "axe throwing" in first.text and "(2025-03-08)" in first.text  # dated
+    # The same question asked a week later is about another weekend.
+    later = memory.recall("u", "What was I up to last weekend?", k=3, at=asked + timedelta(days=7))
+    assert all(ids["sat"] not in e.message_ids for e in later[:1]) or later == []
+    context = memory.before_turn("u", "q", query="What was I up to last weekend?", at=asked)
+    assert "axe throwing" in context.memory_block and "2025-03-08" in context.memory_block
+
+
+def test_every_hit_names_its_messages_and_forgetting_them_removes_the_hits(memory):
+    memory.after_turn("u", "t", [HumanMessage("My locker code is 4471.", id="m1"), AIMessage("Noted.", id="m2")])
+    memory.after_turn("u", "other", [HumanMessage("I like jazz.", id="m3")])
+    hits = memory.recall("u", "what is my locker code", k=5)
+    assert hits and "m1" in hits[0].message_ids
+    assert {e.grain for e in hits} <= {"fact", "turn", "window"}
+    memory.forget(thread_id="t")
+    assert all("4471" not in e.text for e in memory.recall("u", "what is my locker code", k=5))
+    assert memory.recall("u", "which music do I like", k=1)[0].message_ids == ("m3",)
+
+
+def test_a_matching_turn_is_quoted_with_its_neighbours(memory):
+    when = datetime(2025, 5, 1, 10, tzinfo=timezone.utc)
+    memory.after_turn("u", "old", [
+        HumanMessage("Can you recommend a novel?"),
+        AIMessage("Try 'The Remains of the Day' by Kazuo Ishiguro."),
+        HumanMessage("I finished the Ishiguro book, it made me cry."),
+        AIMessage("It does that. Want another one of his?"),
+    ], at=when)
+    context = memory.before_turn("u", "new", query="Which book made me cry?")
+    block = context.memory_block
+    assert "made me cry" in block
+    # The turn before it (the recommendation) and after it come along, dated.
+    assert "Remains of the Day" in block and "Want another one" in block
+    assert block.index("Remains of the Day") < block.index("made me cry") < block.index("Want another one")
+
+
+def test_a_question_about_my_brother_reaches_what_was_said_of_him_by_name(memory):
+    memory.after_turn("u", "s1", [HumanMessage("Zeno, my brother, just turned thirty."), AIMessage("Happy birthday to him!")])
+    memory.after_turn("u", "s2", [HumanMessage("Zeno adopted a guinea pig called Biscuit."), AIMessage("Cute!")])
+    memory.after_turn("u", "s3", [HumanMessage("My neighbour keeps chickens."), AIMessage("Fresh eggs!")])
+    memory.flush()
+    assert memory.entity("u", "Zeno").attributes["relation_to_user"] == "brother"
+    evidence = memory.recall("u", "What pet does my brother have?", k=3)
+    assert any("guinea pig" in e.text for e in evidence)
+
+
+def test_the_speaker_of_a_first_person_question_is_the_user(memory):
+    memory.after_turn("u", "t", [
+        HumanMessage("I bought a red kayak last summer."),
+        AIMessage("A red kayak is a great choice; many people buy one for summer lakes."),
+    ])
+    [first, *_] = memory.recall("u", "What colour is the kayak I bought?", k=2, grains=["turn"])
+    assert first.text.startswith("user (")
