@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["TimeRange", "resolve"]
+__all__ = ["TimeRange", "asks_current", "resolve"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -34,6 +34,19 @@ _YEAR = re.compile(r"\b(?:in\s+)?((?:19|20)\d\d)\b", re.I)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_WORD = re.compile(r"\b(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?", re.I)
 _DAY_NUMBER = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\b")
+
+
+_CURRENT = re.compile(
+    r"\b(now|nowadays|currently|current|these days|at the moment|at present|presently|"
+    r"still|anymore|any more|latest|most recent|lately|recently|today's)\b",
+    re.I,
+)
+
+
+def asks_current(query: str) -> bool:
+    """Whether ``query`` asks how things stand now ("which phone do I use *these days*?"):
+    then what was said last matters more than a near-tie."""
+    return bool(_CURRENT.search(query))
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,21 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import messages_from_dict
 
+import numpy as np
+
 from .extraction.messages import message_text, speaker
 from .storage.rows import Unit
+from .storage.units import unit_id
 
 if TYPE_CHECKING:
+    from .index import RecallIndex
     from .storage import Storage, UnitRow
 
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
@@ -81,6 +85,36 @@ class DialogueLayer:
             # A span whose messages were all tool calls or system text has nothing to find.
             out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
                             fields={"current": 1}))
+        return out
+
+    def embed(
+        self, units: Sequence[Unit], embed: Callable[[list[str]], list[list[float]]], index: RecallIndex
+    ) -> list[list[float]]:
+        """Turns are embedded; a window's vector is the length-weighted mean of its turns'
+        vectors — what a mean-pooling model makes of the joined text, near enough, without
+        embedding each message again (and without cutting a long window at 256 tokens)."""
+        turns = [u for u in units if u.grain == "turn"]
+        made = dict(zip([u.id for u in turns], embed([u.text for u in turns]))) if turns else {}
+        windows = [u for u in units if u.grain == "window"]
+        rows = self._storage.units.get_many([u.id for u in windows])
+        parts: dict[str, list[tuple[str, int]]] = {}
+        for uid, lines in self.lines(list(rows.values())).items():
+            row = rows[uid]
+            parts[uid] = [(unit_id(row.thread_key, "turn", line.seq), max(1, len(line.text))) for line in lines]
+        wanted = {tid for ps in parts.values() for tid, _ in ps if tid not in made}
+        made.update(index.vectors(sorted(wanted)))
+        out: list[list[float]] = []
+        missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t, _ in parts[u.id])]
+        fallback = dict(zip([u.id for u in missing], embed([u.text for u in missing]))) if missing else {}
+        for u in units:
+            if u.grain == "turn":
+                out.append(made[u.id])
+            elif u.id in fallback:
+                out.append(fallback[u.id])
+            else:
+                mean = sum(np.asarray(made[t]) * w for t, w in parts[u.id])
+                norm = float(np.linalg.norm(mean))
+                out.append((mean / norm).tolist() if norm else embed([u.text])[0])
         return out
 
     def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:

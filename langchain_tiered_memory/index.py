@@ -61,7 +61,11 @@ RECALL_SCHEMA = CollectionSchema(
     datetime_fields=("at",),
 )
 #: Records indexed per batch (one embedding call, one write).
-BATCH = 128
+BATCH = 64
+#: The embedded index's graph degree, and the vector kilobytes below which a user's points
+#: are scanned exactly rather than searched through the graph (~2,600 384-d points).
+EDGE_HNSW_M = 16
+EDGE_FULL_SCAN_KB = 4_000
 #: A locked shard is tried again after this many seconds (the holder may have closed it).
 RETRY_LOCKED_S = 2.0
 
@@ -105,6 +109,15 @@ class UnitSource(Protocol):
 
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The indexed text of the records among ``ids`` that exist, by id."""
+
+
+class Embedder(Protocol):
+    """A source that computes (some of) its units' vectors itself, from vectors it has."""
+
+    def embed(
+        self, units: Sequence[Unit], embed: Callable[[list[str]], list[list[float]]], index: RecallIndex
+    ) -> list[list[float]]:
+        """One unit vector per unit."""
 
 
 class RecallIndex:
@@ -187,10 +200,13 @@ class RecallIndex:
             from .embeddings import embedding_model_id
 
             embeddings = self._embeddings()
+            # Embedded: a graph over every point, searched once a user's points outgrow an
+            # exact scan (a few thousand); smaller users are scanned through the tenant index.
+            tuning = {} if self.server else {"hnsw_m": EDGE_HNSW_M, "full_scan_kb": EDGE_FULL_SCAN_KB}
             try:
                 backend = open_backend(
                     self.data_dir, COLLECTION, dimension=embedding_dimension(embeddings),
-                    model_id=embedding_model_id(embeddings), schema=RECALL_SCHEMA, **self._server,
+                    model_id=embedding_model_id(embeddings), schema=RECALL_SCHEMA, **self._server, **tuning,
                 )
             except ShardLockedError as exc:
                 self._locked_reason, self._locked_at = str(exc), time.monotonic()
@@ -257,21 +273,26 @@ class RecallIndex:
         if ids:
             self.backend().delete(list(ids))
 
-    def sync(self, limit: int | None = None) -> int:
+    def sync(self, limit: int | None = None, stop: threading.Event | None = None) -> int:
         """Index the records that wait for their point; how many were indexed.
 
-        Does nothing (returns 0) while another process holds the shard.
+        Does nothing (returns 0) while another process holds the shard; stops between
+        batches once ``stop`` is set (the memory is closing: the rest waits for next time).
         """
         if not self._sources or not self.available():
             return 0
         done = 0
         with self._write_lock:
             for source in self._sources:
-                while limit is None or done < limit:
+                while (limit is None or done < limit) and not (stop is not None and stop.is_set()):
                     units = list(source.pending(BATCH if limit is None else min(BATCH, limit - done)))
                     if not units:
                         break
-                    vectors = self.embed_documents([u.text for u in units])
+                    custom = getattr(source, "embed", None)
+                    if custom is not None:
+                        vectors = custom(units, self.embed_documents, self)
+                    else:
+                        vectors = self.embed_documents([u.text for u in units])
                     self.write(units, vectors)
                     source.indexed(units, vectors)
                     done += len(units)
@@ -332,13 +353,10 @@ class RecallIndex:
                 by_id[h.id] = _candidate(h, None, h.score)
                 missing.append(h.id)
         if missing:
-            q = np.asarray(vector, dtype=np.float32)
-            for record in backend.retrieve(missing, with_vectors=True):
-                if record.vector:
-                    v = np.asarray(record.vector, dtype=np.float32)
-                    c = by_id[record.id]
-                    cos = float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q) or 1.0))
-                    by_id[record.id] = Candidate(c.id, c.grain, cos, c.sparse, c.payload)
+            # The engine scores just those points against the query (no vectors leave it).
+            for h in backend.dense(vector, Where(ids=missing), len(missing)):
+                c = by_id[h.id]
+                by_id[h.id] = Candidate(c.id, c.grain, h.score, c.sparse, c.payload)
         return list(by_id.values())
 
     def nearest(self, user_id: str, vector: Sequence[float], grain: str, limit: int) -> list[ScoredRecord]:
@@ -370,6 +388,20 @@ class RecallIndex:
         return Where(equals=equals, any_of=any_of, ranges=ranges)
 
     # --- rebuilding ---------------------------------------------------------------------
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored dense vectors of the points among ``ids``."""
+        if not ids:
+            return {}
+        return {r.id: r.vector for r in self.backend().retrieve(list(ids), with_vectors=True) if r.vector}
+
+    def optimize(self) -> None:
+        """Merge segments, build the search graphs and vacuum deleted points, now (the
+        embedded shard also does this in the background every few thousand writes)."""
+        backend = self.backend()
+        optimize = getattr(backend, "optimize", None)
+        if callable(optimize):
+            optimize()
 
     def count(self) -> int:
         """Points in the index."""

@@ -15,7 +15,8 @@ none can make a non-match relevant):
   user said, so the assistant's turns count for less; one that names a speaker ("what did
   Caroline paint?") prefers that speaker's turns;
 - **when**: a named time keeps what was said then ahead, and what was said at other times
-  behind; otherwise newer evidence wins near-ties (``decay`` per day since it was said);
+  behind; a question about how things stand now ("these days", "currently") weighs what was
+  said last more; otherwise newer evidence wins near-ties (``decay`` per day since said);
 - **whom it is about**: a question about "my brother" also searches under the names the
   entity profiles give the user's brother, so "Zeno got a guinea pig" is found although it
   never says "brother" (a second hop, from what the profiles learned).
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from . import scoring
 from .context import ContextSection, SectionRequest
-from .dates import TimeRange, resolve
+from .dates import TimeRange, asks_current, resolve
 from .dialogue import DialogueLayer, Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
@@ -58,6 +59,9 @@ CANDIDATES = 60
 TIME_WEIGHT = 0.5
 #: What relevance keeps when said outside the time a query names.
 OFF_TIME = 0.75
+#: For a question about how things stand now: what an old statement loses at most
+#: (relevance × (1 − w × (1 − decay^days since said))).
+CURRENT_WEIGHT = 0.3
 #: What relevance keeps when said by the other side of a question's speaker.
 OTHER_SPEAKER = 0.8
 #: What naming a unit's speaker adds (a noisy OR with the relevance).
@@ -238,7 +242,11 @@ class RecallLayer:
         cal = self._facts.calibration
         hits: list[_Hit] = []
 
+        current = asks_current(asked.query) and named is None
+
         def timed(relevance: float, at: datetime) -> float:
+            if current:
+                return relevance * (1.0 - CURRENT_WEIGHT * (1.0 - recency(at)))
             if named is None:
                 return relevance
             if named.start - _TIME_SLACK <= at < named.end + _TIME_SLACK:

@@ -168,7 +168,9 @@ class EdgeBackend(BaseBackend):
             (call :meth:`optimize`).
         hnsw_m: degree of a global HNSW graph (0: none; a tenant-filtered query scans).
         tenant_graphs: build one HNSW graph per tenant (for tenants past
-            :data:`FULL_SCAN_KB` of vectors).
+            ``full_scan_kb`` of vectors).
+        full_scan_kb: a filtered search over fewer vector kilobytes than this scans them
+            exactly (Qdrant's ``full_scan_threshold``); above it, the graph is searched.
         search_threads: threads of the shard's search pool. 1 is fastest for the small
             per-tenant queries the package makes; more helps only huge unfiltered scans.
 
@@ -189,6 +191,7 @@ class EdgeBackend(BaseBackend):
         optimize_after: int = OPTIMIZE_AFTER,
         hnsw_m: int = 0,
         tenant_graphs: bool = False,
+        full_scan_kb: int = FULL_SCAN_KB,
         search_threads: int = 1,
     ) -> None:
         self._init_model(dimension, model_id, schema or CollectionSchema())
@@ -198,6 +201,7 @@ class EdgeBackend(BaseBackend):
         self._optimize_after = max(0, int(optimize_after))
         self._search_threads = search_threads
         self._hnsw_m = hnsw_m
+        self._full_scan_kb = full_scan_kb
         #: Whether the optimizer builds a graph per tenant (see the module docstring).
         self.tenant_graphs = bool(tenant_graphs)
         self._optimizer: threading.Thread | None = None
@@ -278,7 +282,7 @@ class EdgeBackend(BaseBackend):
             hnsw_config=qe.HnswIndexConfig(
                 m=self._hnsw_m,
                 ef_construct=_EF_CONSTRUCT,
-                full_scan_threshold=FULL_SCAN_KB,
+                full_scan_threshold=self._full_scan_kb,
                 payload_m=_PAYLOAD_M if self.tenant_graphs else 0,
             ),
             max_search_threads=self._search_threads,

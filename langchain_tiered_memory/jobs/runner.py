@@ -72,6 +72,7 @@ class JobRunner:
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._busy = threading.Event()
         self._idle = threading.Event()
         self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -104,8 +105,19 @@ class JobRunner:
                 ran += self._upkeep()
         return ran
 
+    @property
+    def stopping(self) -> threading.Event:
+        """Set once :meth:`close` was called: long upkeep stops between batches."""
+        return self._stop
+
+    @property
+    def busy(self) -> bool:
+        """Whether the upkeep is running now (a flush waits for it, however slow)."""
+        return self._busy.is_set()
+
     def _upkeep(self) -> int:
         assert self.upkeep is not None
+        self._busy.set()
         try:
             return self.upkeep()
         except MemoryClosedError:
@@ -113,6 +125,8 @@ class JobRunner:
         except Exception as exc:  # the index or the embedder failed: retried on the next run
             logger.warning("memory upkeep failed (retried later): %s", exc)
             return 0
+        finally:
+            self._busy.clear()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until no job is pending or running and the upkeep this process can do is
@@ -134,7 +148,7 @@ class JobRunner:
                 left = self.backlog()
                 if left == 0:
                     return True
-                if left != last:
+                if left != last or self.busy:
                     last, since = left, now
                 elif now - since > _STALLED_SECONDS:
                     logger.warning("flush: %d records still wait for the index after %.0f s", left, now - since)

@@ -107,8 +107,8 @@ class Database(abc.ABC):
     location: str
 
     @abc.abstractmethod
-    def read(self) -> contextlib.AbstractContextManager[Tx]:
-        """A consistent read: every statement in it sees the same snapshot."""
+    def read(self, *, snapshot: bool = False) -> contextlib.AbstractContextManager[Tx]:
+        """Statements that only read; with ``snapshot``, all of them see one consistent state."""
 
     @abc.abstractmethod
     def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[Tx]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .database import Database, Tx, chunks
 from .jobs import finish, holds_lease
+from .marks import Indexed
 from .rows import EpisodeRow, JobRow
 
 EPISODE_COLUMNS = (
@@ -38,8 +39,10 @@ def insert_episodes(tx: Tx, episodes: Sequence[EpisodeRow]) -> None:
     )
 
 
-class Episodes:
+class Episodes(Indexed):
     """Every user's episodes."""
+
+    table = "episodes"
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -106,28 +109,7 @@ class Episodes:
         """Episodes whose index point is not written yet (oldest first)."""
         with self.db.read() as tx:
             rows = tx.all(
-                f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE indexed = 0 ORDER BY created_at LIMIT ?",
+                f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE indexed != 1 ORDER BY created_at LIMIT ?",
                 (limit,),
             )
         return [episode_row(r) for r in rows]
-
-    def mark_indexed(self, ids: Sequence[str]) -> None:
-        """Record that the points of ``ids`` are written."""
-        with self.db.write(durable=False) as tx:
-            for chunk in chunks(list(ids)):
-                tx.execute(f"UPDATE episodes SET indexed = 1 WHERE id IN {tx.in_list(chunk)}", chunk)
-
-    def mark_all_unindexed(self) -> int:
-        """Every episode needs its point written again."""
-        with self.db.write() as tx:
-            return tx.rowcount("UPDATE episodes SET indexed = 0 WHERE indexed = 1")
-
-    def indexed_count(self) -> int:
-        """How many episodes have their point written."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM episodes WHERE indexed = 1"))
-
-    def pending_count(self) -> int:
-        """How many episodes wait for their point."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM episodes WHERE indexed = 0"))

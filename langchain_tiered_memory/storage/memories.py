@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from .database import Database, Tx, chunks
+from .marks import Indexed
 from .rows import MemoryRow
 
 MEMORY_COLUMNS = (
@@ -94,13 +95,15 @@ def add_aliases(tx: Tx, user_id: str, memory_id: str, aliases: Iterable[str], no
     )
 
 
-class Memories:
+class Memories(Indexed):
     """Every user's long-term memories.
 
     Args:
         db: the database.
         decay: ``MemoryConfig.decay``, for :func:`keep_score`.
     """
+
+    table = "memories"
 
     def __init__(self, db: Database, decay: float = 0.95) -> None:
         self.db = db
@@ -314,30 +317,13 @@ class Memories:
     def mark_indexed(self, ids: Sequence[str], updated: Mapping[str, str] | None = None) -> None:
         """Record that the points of ``ids`` are written; a row changed since (its
         ``updated_at`` differs from ``updated``) stays unindexed."""
+        if updated is None:
+            super().mark_indexed(ids)
+            return
         with self.db.write(durable=False) as tx:
-            for chunk in chunks(list(ids)):
-                if updated is None:
-                    tx.execute(f"UPDATE memories SET indexed = 1 WHERE id IN {tx.in_list(chunk)}", chunk)
-                else:
-                    tx.executemany(
-                        "UPDATE memories SET indexed = 1 WHERE id = ? AND updated_at = ?",
-                        [(i, updated[i]) for i in chunk],
-                    )
-
-    def mark_all_unindexed(self) -> int:
-        """Every memory needs its point written again (the index was lost or rebuilt)."""
-        with self.db.write() as tx:
-            return tx.rowcount("UPDATE memories SET indexed = 2 WHERE indexed = 1")
-
-    def indexed_count(self) -> int:
-        """How many memories have their point written."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM memories WHERE indexed = 1"))
-
-    def pending_count(self) -> int:
-        """How many memories wait for their point."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM memories WHERE indexed != 1"))
+            tx.executemany(
+                "UPDATE memories SET indexed = 1 WHERE id = ? AND updated_at = ?", [(i, updated[i]) for i in ids]
+            )
 
 
 def aliases_of(tx: Tx, ids: Sequence[str]) -> dict[str, list[str]]:

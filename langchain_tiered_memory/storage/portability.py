@@ -35,7 +35,7 @@ class Portability:
         has it second; ``indexed`` says whether the item had vectors, which are not
         exported). Jobs are not: they are work in progress, journaled again on import.
         """
-        with self.db.read() as tx:
+        with self.db.read(snapshot=True) as tx:
             return _export(tx, user_id)
 
     def import_user(

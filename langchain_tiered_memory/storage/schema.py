@@ -238,7 +238,7 @@ def _migrate_to_4(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE store_items ADD COLUMN memory_id TEXT")
     db.execute("CREATE INDEX store_items_memory ON store_items (memory_id) WHERE memory_id IS NOT NULL")
     db.execute("ALTER TABLE episodes ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0")
-    db.execute("CREATE INDEX episodes_unindexed ON episodes (indexed) WHERE indexed = 0")
+    db.execute("CREATE INDEX episodes_unindexed ON episodes (indexed) WHERE indexed != 1")
     db.execute("CREATE INDEX messages_created ON messages (thread_key, created_at)")
     # The conversation's recall units (storage/units.py): spans of the log, not copies of it.
     db.execute(
@@ -249,7 +249,7 @@ def _migrate_to_4(db: sqlite_utils.Database) -> None:
     )
     db.execute("CREATE INDEX units_thread ON units (thread_key, first_seq)")
     db.execute("CREATE INDEX units_user ON units (user_id)")
-    db.execute("CREATE INDEX units_unindexed ON units (indexed) WHERE indexed = 0")
+    db.execute("CREATE INDEX units_unindexed ON units (indexed) WHERE indexed != 1")
 
 
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.

@@ -150,11 +150,13 @@ class SQLiteDatabase(Database):
         return self._conn
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[Tx]:
-        """Statements in one read transaction (a consistent snapshot)."""
+    def read(self, *, snapshot: bool = False) -> Iterator[Tx]:
+        """Statements that only read. Each sees the latest commit (SQLite's autocommit: no
+        transaction to begin and end on the hot path); ``snapshot=True`` makes them all see
+        one consistent state (an export)."""
         with self._lock, self._errors():
             conn = self._connection()
-            if conn.in_transaction:  # inside this thread's write: read what it wrote
+            if not snapshot or conn.in_transaction:  # inside this thread's write: read what it wrote
                 yield Tx(conn, self.dialect)
                 return
             conn.execute("BEGIN")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .database import Database, Tx, chunks
+from .marks import Indexed
 
 #: Messages per window unit, and the step between windows.
 WINDOW = 4
@@ -81,8 +82,10 @@ def add_units(tx: Tx, user_id: str, thread_key: int, stored: Sequence[tuple[int,
     return len(rows)
 
 
-class Units:
+class Units(Indexed):
     """Every user's conversation units."""
+
+    table = "units"
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -152,28 +155,7 @@ class Units:
         """Units whose point is not written yet (oldest first)."""
         with self.db.read() as tx:
             rows = tx.all(
-                f"SELECT {_COLUMNS} FROM units WHERE indexed = 0 ORDER BY thread_key, first_seq, grain LIMIT ?",
+                f"SELECT {_COLUMNS} FROM units WHERE indexed != 1 ORDER BY thread_key, last_seq, grain LIMIT ?",
                 (limit,),
             )
         return [UnitRow(*r) for r in rows]
-
-    def mark_indexed(self, ids: Sequence[str]) -> None:
-        """Record that the points of ``ids`` are written."""
-        with self.db.write(durable=False) as tx:
-            for chunk in chunks(list(ids)):
-                tx.execute(f"UPDATE units SET indexed = 1 WHERE id IN {tx.in_list(chunk)}", chunk)
-
-    def mark_all_unindexed(self) -> int:
-        """Every unit needs its point written again."""
-        with self.db.write() as tx:
-            return tx.rowcount("UPDATE units SET indexed = 0 WHERE indexed = 1")
-
-    def indexed_count(self) -> int:
-        """How many units have their point written."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM units WHERE indexed = 1"))
-
-    def pending_count(self) -> int:
-        """How many units wait for their point."""
-        with self.db.read() as tx:
-            return int(tx.scalar("SELECT COUNT(*) FROM units WHERE indexed = 0"))
