@@ -54,7 +54,7 @@ from longchat.metrics import (  # noqa: E402
     recall_at,
     word_count,
 )
-from longchat.ours import CONTEXT_CONFIG, Ours, context_text  # noqa: E402
+from longchat.ours import CONTEXT_CONFIG, SMALL_CONFIG, Ours, context_text  # noqa: E402
 from longchat.systems import BASELINES, SharedVectors, build  # noqa: E402
 
 SYSTEMS = (*BASELINES, "ours")
@@ -123,12 +123,15 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
         embed = vectors.embed_s if (vectors is not None and r.uses_embeddings) else 0.0
         ingest_ms[name] = (own + embed) * 1000 / total_turns
 
-    ours = None
+    ours = small = None
     tmp = tempfile.TemporaryDirectory(prefix="longchat-ours-")
     if "ours" in systems:
         ours = Ours(tmp.name)
         ours.ingest(conversations)
         ingest_ms["ours"] = ours.ingest_s * 1000 / max(1, ours.turns)
+        # The same memory at the lean budget of the cost series (a second object on the
+        # same directory: it shares the index).
+        small = Ours(tmp.name, **SMALL_CONFIG)
 
     try:
         for c in conversations:
@@ -143,10 +146,13 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
                     ours_words = word_count(text)
                     ids = [i for hit in ranked.hits for i in hit]
                     evidence_text = "\n".join(tm[i].indexed_text for i in dict.fromkeys(ids) if i in tm)
+                    lean, _ = small.context(q, f"{q.id}-lean") if small is not None else (None, 0.0)
                     rec = {**base, "system": "ours",
                            **{f"r@{k}": recall_at(ranked.hits, q.evidence_ids, k) for k in KS},
                            "answer_evidence": answered(q, evidence_text),
                            "answer_context": answered(q, text),
+                           **({"answer_lean": answered(q, context_text(lean)),
+                               "lean_tokens": lean.token_usage.total} if lean is not None else {}),
                            "context_tokens": ctx.token_usage.total, "context_words": ours_words,
                            "ids_in_top10": len({i for hit in ranked.hits[:10] for i in hit})}
                     if q.kind == "update":
@@ -181,8 +187,9 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
             notes += ours.caps.notes()
             capabilities["search_method"] = "recall" if ours.caps.recall else "search"
     finally:
-        if ours is not None:
-            ours.close()
+        for memory in (small, ours):
+            if memory is not None:
+                memory.close()
         tmp.cleanup()
 
     return {
@@ -215,6 +222,8 @@ def aggregate(records: list[dict[str, Any]], systems: list[str]) -> dict[str, An
             "answer_evidence": mean(r["answer_evidence"] for r in rows),
             "answer_cut": mean(r["answer_cut"] for r in rows if "answer_cut" in r),
             "answer_context": mean(r["answer_context"] for r in rows if "answer_context" in r),
+            "answer_lean": mean(r["answer_lean"] for r in rows if "answer_lean" in r),
+            "lean_tokens": mean(r["lean_tokens"] for r in rows if "lean_tokens" in r),
             "latest_evidence": mean(r["latest_evidence"] for r in updates),
             "latest_context": mean(r["latest_context"] for r in updates if "latest_context" in r),
             "updates": len(updates),
@@ -331,6 +340,10 @@ def markdown(report: dict[str, Any]) -> str:
         a = agg["answer"]["ours"]
         lines += ["", "Answer in ours' context by kind: " + ", ".join(
             f"{k} {_f(v)}" for k, v in a["answer_context_by_kind"].items()) + "."]
+        if a.get("answer_lean") is not None:
+            lines += ["", f"At the lean budget of the cost series (1,536 tokens of context), the answer is in "
+                          f"ours' context for {_f(a['answer_lean'])} of the questions "
+                          f"({_f(a['lean_tokens'], 0)} tokens on average)."]
     cost = report.get("cost")
     if cost:
         lines += [

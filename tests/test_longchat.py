@@ -308,7 +308,11 @@ def test_quick_run_end_to_end(tmp_path):
     cost = report["cost"]
     assert cost["checkpoints"] == [50]
     assert {s["system"] for s in cost["series"]} == {
-        "ours", "ConversationBufferMemory", "ConversationSummaryBufferMemory", "SummarizationMiddleware"}
+        "ours", "ours @1.5k", "ConversationBufferMemory", "ConversationSummaryBufferMemory",
+        "SummarizationMiddleware"}
     assert all(s["tokens"]["50"] > 0 for s in cost["series"])
+    lean = next(s for s in cost["series"] if s["system"] == "ours @1.5k")
+    assert lean["tokens"]["50"] <= 1536 + 200  # the context budget plus the new user message
+    assert isinstance(report["aggregate"]["answer"]["ours"]["answer_lean"], float)
     assert (tmp_path / "longchat_recall.png").stat().st_size > 10_000
     assert (tmp_path / "longchat_tokens.png").stat().st_size > 10_000

@@ -9,6 +9,8 @@ format (``TiktokenCounter``) for everyone.
   for the answer), ``before_turn`` → ``after_turn`` per exchange, with a scripted chat model
   as ``model=`` answering the extraction call (so its calls are counted), background jobs
   flushed between turns as a user's think time would let them finish;
+* ``ours @1.5k``: the same at a 1,536-token context budget (``SMALL_CONFIG``): the window
+  keeps the last few turns and recall brings back the rest;
 * ``ConversationBufferMemory`` (langchain-classic): every message, every time;
 * ``ConversationSummaryBufferMemory`` (langchain-classic), ``max_token_limit`` 8,192: a
   scripted summariser returns a fixed 300-token summary; its token counting uses tiktoken
@@ -36,12 +38,12 @@ from pydantic import Field
 from langchain_tiered_memory.tokens import TiktokenCounter
 
 from .generator import Conversation, Turn
-from .ours import Ours
+from .ours import SMALL_CONFIG, Ours
 
 BUDGET = 8192
 SUMMARY_TOKENS = 300
 KEEP_MESSAGES = 20
-SYSTEMS = ("ours", "ConversationBufferMemory", "ConversationSummaryBufferMemory", "SummarizationMiddleware")
+SYSTEMS = ("ours", "ours @1.5k", "ConversationBufferMemory", "ConversationSummaryBufferMemory", "SummarizationMiddleware")
 
 _COUNTER: TiktokenCounter | None = None
 
@@ -116,7 +118,8 @@ def _exchanges(conversation: Conversation, max_turns: int) -> list[tuple[int, Tu
     return [(i, turns[i], turns[i + 1]) for i in range(0, len(turns) - 1, 2)]
 
 
-def _ours(conversation: Conversation, exchanges: list[tuple[int, Turn, Turn]]) -> Series:
+def _ours(conversation: Conversation, exchanges: list[tuple[int, Turn, Turn]], *, name: str = "ours",
+          note: str = "one thread, 8k budget", **config: Any) -> Series:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from scripted_model import ScriptedChatModel, entity, memory, turn_tool_call
 
@@ -130,11 +133,11 @@ def _ours(conversation: Conversation, exchanges: list[tuple[int, Turn, Turn]]) -
         )
 
     model = ScriptedChatModel(script=[], default=answer)
-    out = Series("ours", note="one thread, 8k budget; a scripted extraction model counts calls")
+    out = Series(name, note=f"{note}; a scripted extraction model counts calls")
     user = conversation.user_id
     thread = f"{user}-cost"
     with tempfile.TemporaryDirectory() as tmp:
-        ours = Ours(tmp, model=model)
+        ours = Ours(tmp, model=model, **config)
         try:
             for i, u, a in exchanges:
                 ctx = ours.before_turn(user, thread, u.text, u.at)
@@ -211,6 +214,8 @@ def run(conversation: Conversation, checkpoints: Sequence[int] = (50, 150, 300),
     exchanges = _exchanges(conversation, max(points) + 2 if points else 0)
     runners = {
         "ours": lambda: _ours(conversation, exchanges),
+        "ours @1.5k": lambda: _ours(conversation, exchanges, name="ours @1.5k",
+                                    note="one thread, 1,536-token budget", **SMALL_CONFIG),
         "ConversationBufferMemory": lambda: _buffer(exchanges),
         "ConversationSummaryBufferMemory": lambda: _summary_buffer(exchanges),
         "SummarizationMiddleware": lambda: _middleware(exchanges),

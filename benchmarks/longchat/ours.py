@@ -35,6 +35,9 @@ from .generator import Conversation, Question
 #: The context budget of the answer-in-context measure: 8,192 tokens for the context,
 #: 1,024 more kept for the answer, no reserve for a system prompt.
 CONTEXT_CONFIG = dict(max_tokens=8192 + 1024, output_reserve=1024, system_reserve=0)
+#: A lean budget for the cost series: 1,536 tokens of context (about 15% of what an
+#: unbounded buffer sends at turn 300): the window keeps the last few turns, recall the rest.
+SMALL_CONFIG = dict(max_tokens=1536 + 512, output_reserve=512, system_reserve=0)
 
 
 def _accepts(fn: Any, name: str) -> bool:
