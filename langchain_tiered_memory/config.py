@@ -86,7 +86,7 @@ class MemoryConfig(BaseModel):
         1_000, ge=0, description="Upper bound of the past-episodes section."
     )
     memories_k: int = Field(
-        10, ge=0, le=100,
+        15, ge=0, le=100,
         description="Pieces of evidence (memories, turns, windows) the context recalls per turn, at most.",
     )
     episodes_k: int = Field(3, ge=0, le=100, description="Past episodes recalled per turn.")

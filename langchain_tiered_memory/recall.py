@@ -40,6 +40,7 @@ from .dialogue import DialogueLayer, Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
+from .quotes import quote_evidence
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -333,9 +334,9 @@ class RecallLayer:
     # --- the context ------------------------------------------------------------------
 
     def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
-        """The best evidence for the turn's query, one dated line each, best first, while
-        it fits (at most ``memories_max_tokens``); the messages around a matching turn are
-        added where room is left. Only the memories shown count as recalled."""
+        """The best evidence for the turn's query, quoted best first while it fits (at most
+        ``memories_max_tokens``; see :mod:`.quotes`). Only the memories shown count as
+        recalled."""
         query = request.query
         budget = min(max_tokens, self.config.memories_max_tokens)
         k = self.config.memories_k
@@ -349,34 +350,11 @@ class RecallLayer:
         )
         if not hits:
             return None
-        counter = self._counter
         evidence = self._evidence(hits, now, peek=True, explain=False)
-        # Keep what fits, best first. A window that holds a turn already shown takes that
-        # turn's place (the turn with the messages around it) instead of repeating it.
-        blocks: list[list[str]] = []
-        shown: list[Evidence] = []
-        used = 0
-        for e in evidence:
-            block = render(e)
-            cost = counter.count_text("\n".join(block) + "\n")
-            inside = [i for i, s in enumerate(shown)
-                      if s.grain == "turn" and e.grain == "window" and set(s.message_ids) <= set(e.message_ids)]
-            if inside:
-                saved = sum(counter.count_text("\n".join(blocks[i]) + "\n") for i in inside)
-                if used - saved + cost <= budget:
-                    blocks[inside[0]], shown[inside[0]] = block, e
-                    for i in reversed(inside[1:]):
-                        del blocks[i], shown[i]
-                    used += cost - saved
-                continue
-            if used + cost > budget:
-                continue
-            blocks.append(block)
-            shown.append(e)
-            used += cost
-        if not blocks:
+        quoted = quote_evidence(evidence, budget, self._counter, self._neighbours)
+        if quoted is None:
             return None
-        used = self._add_neighbours(blocks, shown, budget, used)
+        shown = quoted.shown
         facts = [e for e in shown if e.grain == "fact"]
         if facts and not request.peek:
             from .facts import Scored
@@ -386,31 +364,11 @@ class RecallLayer:
                 [Scored(rows[e.id], e.score, scoring.ScoreParts(relevance=e.relevance, score=e.score))
                  for e in facts if e.id in rows], now, False,
             )
-        text = "\n".join(line for block in blocks for line in block)
-        return ContextSection(self.name, text, counter.count_text(text))
+        return ContextSection(self.name, quoted.text, quoted.tokens)
 
-    def _add_neighbours(self, blocks: list[list[str]], shown: Sequence[Evidence], budget: int, used: int) -> int:
-        """Around each matching turn, the message before and after it, while they fit."""
-        present = {mid for e in shown for mid in e.message_ids}
-        for block, e in zip(blocks, shown):
-            if e.grain != "turn" or not e.lines:
-                continue
-            line = e.lines[0]
-            thread = self._storage.threads.get(e.thread_id) if e.thread_id else None
-            if thread is None:
-                continue
-            around = self._storage.units.spoken(thread.key, [line.seq - 1, line.seq + 1])
-            for neighbour in lines_of(around):
-                if neighbour.message_id in present:
-                    continue
-                extra = "    " + neighbour.render(time=True)
-                cost = self._counter.count_text(extra + "\n")
-                if used + cost > budget:
-                    return used
-                block.insert(0 if neighbour.seq < line.seq else len(block), extra)
-                present.add(neighbour.message_id)
-                used += cost
-        return used
+    def _neighbours(self, thread_id: str, seqs: Sequence[int]) -> list[Line]:
+        thread = self._storage.threads.get(thread_id)
+        return [] if thread is None else lines_of(self._storage.units.spoken(thread.key, seqs))
 
 
 @dataclass(frozen=True)
@@ -457,16 +415,3 @@ def _diverse(hits: Sequence[_Hit], k: int) -> list[_Hit]:
         if len(out) == k:
             break
     return out
-
-
-def render(evidence: Evidence) -> list[str]:
-    """The lines of one piece of evidence in the context."""
-    date = f"{evidence.at:%Y-%m-%d}"
-    if evidence.grain == "fact":
-        return [f"- [{date}] " + " ".join(evidence.text.split())]
-    if evidence.grain == "session":
-        return [f"- [{date}, session] " + " ".join(evidence.text.split())]
-    lines = [line.render(time=True) for line in evidence.lines]
-    if len(lines) == 1:
-        return ["- " + lines[0]]
-    return ["- " + lines[0], *("  " + line for line in lines[1:])]

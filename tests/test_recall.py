@@ -155,3 +155,65 @@ def test_the_speaker_of_a_first_person_question_is_the_user(memory):
     ])
     [first, *_] = memory.recall("u", "What colour is the kayak I bought?", k=2, grains=["turn"])
     assert first.text.startswith("user (")
+
+
+def test_overlapping_evidence_is_quoted_once_in_the_order_it_was_said(memory):
+    memory.after_turn("u", "trip", [
+        HumanMessage("We are planning a hiking trip to the Dolomites in July."),
+        AIMessage("The Dolomites in July are beautiful; book the huts early."),
+        HumanMessage("The hike to Rifugio Lagazuoi is the one I want to do on the Dolomites trip."),
+        AIMessage("Lagazuoi has a cable car if the legs give out."),
+        HumanMessage("My partner would rather stay in Cortina for the Dolomites trip."),
+        AIMessage("Cortina makes a good base."),
+    ], at=datetime(2025, 6, 1, 9, tzinfo=timezone.utc))
+    memory.flush()
+    context = memory.before_turn("u", "new", query="What did I say about the Dolomites trip?")
+    (section,) = [s for s in context.sections if s.name == "memories"]
+    # Turns and windows over the same messages: each message is quoted once, in order, and
+    # the section's token count is what it holds.
+    for text in ("planning a hiking trip", "Rifugio Lagazuoi", "stay in Cortina"):
+        assert section.text.count(text) == 1, section.text
+    assert (section.text.index("planning a hiking trip") < section.text.index("Rifugio Lagazuoi")
+            < section.text.index("stay in Cortina"))
+    assert section.tokens == memory.counter.count_text(section.text)
+
+
+def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budget():
+    from langchain_tiered_memory.dialogue import Line
+    from langchain_tiered_memory.quotes import NEIGHBOUR_CHARS, quote_evidence
+    from langchain_tiered_memory.recall import Evidence
+    from langchain_tiered_memory.tokens import TiktokenCounter
+
+    at = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
+    lines = {s: Line(f"m{s}", s, at + timedelta(minutes=s), "user" if s % 2 == 0 else "assistant", f"message {s}")
+             for s in range(10)}
+    lines[5] = Line("m5", 5, at, "assistant", "long " * 300)
+
+    def turn(s: int) -> Evidence:
+        return Evidence("turn", f"u{s}", lines[s].text, at, (f"m{s}",), 0.9, 0.9, "t", None, (lines[s],))
+
+    def window(a: int, b: int) -> Evidence:
+        own = tuple(lines[s] for s in range(a, b + 1))
+        return Evidence("window", f"w{a}", "", at, tuple(x.message_id for x in own), 0.8, 0.8, "t", None, own)
+
+    counter = TiktokenCounter()
+    asked: list[list[int]] = []
+
+    def neighbours(thread_id: str, seqs):
+        asked.append(list(seqs))
+        return [lines[s] for s in seqs if s in lines]
+
+    # turn 4, then a window 2..5 over it, then turn 8 (apart): two passages, no message twice.
+    quoted = quote_evidence([turn(4), window(2, 5), turn(8)], 10_000, counter, neighbours)
+    text = quoted.text
+    assert [line.startswith("- ") for line in text.splitlines()].count(True) == 2
+    assert all(text.count(f"message {s}") == 1 for s in (2, 3, 4, 8))
+    # m5 is evidence (in the window): quoted whole; m7/m9 are turn 8's neighbours: shortened.
+    assert text.count("long") == 300
+    assert "message 7" in text and "message 9" in text
+    lines[9] = Line("m9", 9, at, "assistant", "tail " * 300)
+    quoted = quote_evidence([turn(8)], 10_000, counter, neighbours)
+    assert quoted.text.count("tail") < 300 and len(quoted.text.splitlines()[-1]) < NEIGHBOUR_CHARS + 40
+    # The budget holds, counted with the same counter.
+    small = quote_evidence([turn(4), window(2, 5), turn(8)], 60, counter, neighbours)
+    assert small is not None and small.tokens <= 60 and small.tokens == counter.count_text(small.text)

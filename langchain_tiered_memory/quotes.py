@@ -1,0 +1,150 @@
+"""The ``memories`` section of the context: recalled evidence quoted within a token budget.
+
+Evidence arrives best first. A fact or an episode is one dated line. Messages are quoted
+as passages: evidence from the same thread whose messages overlap or touch joins one
+passage, in the order they were said, so no message is quoted twice and a question's
+answer reads with what was said around it. Where budget is left, the message before and
+after each matching turn joins its passage too — shortened, since it is there for context
+and a long reply would crowd out evidence. A passage takes the place of the best
+evidence in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .dialogue import Line
+
+if TYPE_CHECKING:
+    from .recall import Evidence
+    from .tokens import TokenCounter
+
+__all__ = ["NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]
+
+#: A neighbouring message is quoted up to this many characters (about 60 tokens).
+NEIGHBOUR_CHARS = 280
+
+#: The messages of a thread at the given seqs, in order (for the neighbours of a turn).
+Neighbours = Callable[[str, Sequence[int]], Sequence[Line]]
+
+
+@dataclass
+class _Passage:
+    """One block of the section: a fact, an episode, or consecutive messages of a thread."""
+
+    head: str | None = None  # a fact's or an episode's line
+    thread_id: str | None = None
+    lines: dict[int, Line] = field(default_factory=dict)
+    context: set[int] = field(default_factory=set)  # seqs quoted as neighbours, shortened
+    matched: list[int] = field(default_factory=list)  # seqs of matching turns, best first
+    tokens: int = 0
+
+    def render(self) -> list[str]:
+        if self.head is not None:
+            return [self.head]
+        out = []
+        for i, seq in enumerate(sorted(self.lines)):
+            line = self.lines[seq]
+            text = line.render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
+            out.append(("- " if i == 0 else "  ") + text)
+        return out
+
+    def touches(self, thread_id: str | None, seqs: Sequence[int]) -> bool:
+        if self.head is not None or thread_id != self.thread_id or not self.lines:
+            return False
+        low, high = min(self.lines) - 1, max(self.lines) + 1
+        return any(low <= s <= high for s in seqs)
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """The section's text, its tokens, and the evidence it quotes (best first)."""
+
+    text: str
+    tokens: int
+    shown: tuple[Evidence, ...]
+
+
+def quote_evidence(
+    evidence: Sequence[Evidence], budget: int, counter: TokenCounter, neighbours: Neighbours | None = None
+) -> Quoted | None:
+    """The evidence that fits ``budget`` tokens, quoted (see the module docs)."""
+    passages: list[_Passage] = []
+    shown: list[Evidence] = []
+    present: set[str] = set()
+    used = 0
+
+    def cost(p: _Passage) -> int:
+        return counter.count_text("\n".join(p.render()) + "\n")
+
+    for e in evidence:
+        if e.grain in ("fact", "session"):
+            date = f"{e.at:%Y-%m-%d}"
+            label = date if e.grain == "fact" else f"{date}, session"
+            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()))
+            p.tokens = cost(p)
+            if used + p.tokens <= budget:
+                passages.append(p)
+                shown.append(e)
+                used += p.tokens
+            continue
+        new = [line for line in e.lines if line.message_id not in present]
+        if not new:
+            continue  # every message of it is quoted already
+        seqs = [line.seq for line in new]
+        joined = [i for i, p in enumerate(passages) if p.touches(e.thread_id, seqs)]
+        merged = _Passage(thread_id=e.thread_id)
+        for i in joined:
+            merged.lines.update(passages[i].lines)
+            merged.context |= passages[i].context
+            merged.matched += passages[i].matched
+        merged.lines.update({line.seq: line for line in new})
+        merged.context -= set(seqs)  # now evidence in its own right: quoted whole
+        if e.grain == "turn":
+            merged.matched.append(new[0].seq)
+        merged.tokens = cost(merged)
+        delta = merged.tokens - sum(passages[i].tokens for i in joined)
+        if used + delta > budget:
+            continue
+        if joined:
+            passages[joined[0]] = merged
+            for i in reversed(joined[1:]):
+                del passages[i]
+        else:
+            passages.append(merged)
+        shown.append(e)
+        present.update(line.message_id for line in new)
+        used += delta
+    if not passages:
+        return None
+    if neighbours is not None:
+        used = _add_neighbours(passages, present, budget, used, cost, neighbours)
+    text = "\n".join(line for p in passages for line in p.render())
+    return Quoted(text, counter.count_text(text), tuple(shown))
+
+
+def _add_neighbours(
+    passages: Sequence[_Passage], present: set[str], budget: int, used: int,
+    cost: Callable[[_Passage], int], neighbours: Neighbours,
+) -> int:
+    """Around each matching turn, the message before and after it, while they fit."""
+    for p in passages:
+        if p.thread_id is None or not p.matched:
+            continue
+        wanted = sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
+        for line in neighbours(p.thread_id, wanted) if wanted else ():
+            if line.message_id in present:
+                continue
+            p.lines[line.seq] = line
+            p.context.add(line.seq)
+            tokens = cost(p)
+            if used + tokens - p.tokens > budget:
+                del p.lines[line.seq]
+                p.context.discard(line.seq)
+                return used
+            used += tokens - p.tokens
+            p.tokens = tokens
+            present.add(line.message_id)
+    return used
