@@ -153,10 +153,10 @@ class EpisodeLayer:
                     hits.append(EpisodeHit(Episode.from_row(row), relevance))
             hits.sort(key=lambda h: -(h.score or 0.0))
             return hits[:k]
-        rows = self._storage.episodes.of_user(
+        newest = self._storage.episodes.of_user(
             user_id, since.isoformat() if since else None, until.isoformat() if until else None
         )
-        return [EpisodeHit(Episode.from_row(r), None) for r in rows[:k]]
+        return [EpisodeHit(Episode.from_row(r), None) for r in newest[:k]]
 
     def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
         """Past episodes relevant to the query (the newest without one), one line each."""
