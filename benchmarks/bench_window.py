@@ -11,14 +11,16 @@ Series, all after ``flush()`` (no extraction job queued or running while timing)
 * window only: user ``u``, the 10k-message thread, no memory layers but its summary, in a
   directory of its own; ``before_turn`` repeated, and after each new turn (``after_turn``
   + ``flush``, untimed);
-* all sections: user ``m`` with the same 10k-message thread plus a LongChat persona's 12
-  sessions (each ended, so episodes exist): summary, entities, long-term memories and
-  episodes are all built; each call has a fresh query, so the query embedding is timed;
+* all sections: user ``m`` with the same 10k-message thread, a LongChat persona's 12
+  sessions (each ended, so episodes exist) and ``--memories`` (10,000) long-term memories
+  stored with ``remember_many``: summary, entities, recall over memories and past turns,
+  and episodes are all built; each call has a fresh query, so the query embedding is timed
+  (and shown apart: the embedder alone on the same queries);
 * cold: a new Python process opens the directory and times its first ``before_turn``
   (window only, and all sections with a query: loading the embedding model and opening
   the Qdrant shard are part of that first call); import and open times are shown apart.
 
-    python benchmarks/bench_window.py [--messages 10000] [--calls 300] [--cold-runs 3]
+    python benchmarks/bench_window.py [--messages 10000] [--memories 10000] [--calls 300] [--cold-runs 3]
 """
 
 from __future__ import annotations
@@ -106,6 +108,36 @@ def write_persona(memory: TieredMemory, user: str) -> list[str]:
     return [q.text for q in conversation_.questions]
 
 
+FACT_TEMPLATES = (
+    "The user's {rel} {name} lives in {place} and works as a {job}.",
+    "The user visited {place} in {month} and loved the {thing}.",
+    "The user prefers {thing} over {other} when in {place}.",
+    "{name} recommended a {thing} shop near {place} to the user.",
+    "The user plans to learn {skill} with {name} before {month}.",
+)
+FILL = {
+    "rel": "sister brother cousin friend colleague neighbour aunt uncle".split(),
+    "name": "Ada Bruno Chloe Dmitri Elif Farid Greta Hugo Ines Jonas Kaori Luca Mira Nils Omar Priya".split(),
+    "place": "Lisbon Porto Kyoto Oslo Tallinn Quito Accra Hanoi Perth Bergen Lyon Graz Cork Split Bari".split(),
+    "job": "nurse architect baker pilot teacher chemist plumber editor".split(),
+    "month": "January March May July September November".split(),
+    "thing": "ramen espresso jazz pottery cycling sourdough kayaking chess".split(),
+    "other": "tea wine rock painting running rye sailing go".split(),
+    "skill": "Spanish guitar welding sailing calligraphy Python".split(),
+}
+
+
+def facts(n: int, seed: int = 3) -> list[dict[str, str]]:
+    """``n`` distinct long-term memories from templates (numbered, so none merge)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        template = rng.choice(FACT_TEMPLATES)
+        out.append({"content": template.format(**{k: rng.choice(v) for k, v in FILL.items()}) + f" (note {i})",
+                    "memory_type": rng.choice(("fact", "preference", "experience"))})
+    return out
+
+
 def cold_start(path: str, config: MemoryConfig, call: dict, runs: int) -> list[dict]:
     out = []
     for _ in range(runs):
@@ -120,6 +152,7 @@ def cold_start(path: str, config: MemoryConfig, call: dict, runs: int) -> list[d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--trim-calls", type=int, default=5)
     parser.add_argument("--cold-runs", type=int, default=3)
@@ -143,6 +176,11 @@ def main() -> None:
         with TieredMemory(full_dir, config) as memory:
             write_thread(memory, "m", "mt", system, messages)
             questions = write_persona(memory, "m")
+            t = time.perf_counter()
+            items = facts(args.memories)
+            for i in range(0, len(items), 1000):
+                memory.remember_many("m", items[i : i + 1000], merge=False)
+            remember_s = time.perf_counter() - t
             t = time.perf_counter()
             memory.flush()
             flush_s += time.perf_counter() - t
@@ -175,6 +213,10 @@ def main() -> None:
             memory.before_turn("m", "mt", query="warm-up: load the embedding model and the shard")
             sections = timed(with_sections, args.calls)
             ctx_m = memory.before_turn("m", "mt", query=questions[0])
+            # The query embedding alone, on queries of the same kind (new strings: no cache).
+            embedder = memory.embeddings
+            embed = timed(lambda: embedder.embed_query(f"{questions[n % len(questions)]} [{time.perf_counter()}]"),
+                          min(args.calls, 100))
 
         openai = ChatOpenAI(model="gpt-4", api_key="sk-benchmark-not-used")
         budget = config.context_budget - config.system_reserve + ctx.token_usage["system"]
@@ -195,6 +237,7 @@ def main() -> None:
     rows.append(("before_turn, window only, repeated", *percentiles(warm)))
     rows.append(("before_turn, window only, after a new turn", *percentiles(loop)))
     rows.append(("before_turn, all sections, fresh query", *percentiles(sections)))
+    rows.append(("  of which: the query embedding alone", *percentiles(embed)))
     for label, runs in (("window only", cold_window), ("all sections", cold_sections)):
         first = [r["first_ms"] for r in runs]
         rows.append((f"before_turn, cold (new process), {label}", statistics.median(first), max(first)))
@@ -204,6 +247,8 @@ def main() -> None:
           f"episodes of both directories flushed in {flush_s:.1f} s")
     print(f"window: {len(ctx.window):,} messages, {ctx.token_usage.total:,} of {config.context_budget:,} tokens; "
           f"trim_messages keeps {len(trimmed) - 1:,} (same budget, tiktoken via ChatOpenAI)")
+    print(f"{args.memories:,} long-term memories stored with remember_many in {remember_s:.1f} s "
+          f"({remember_s * 1000 / max(1, args.memories):.2f} ms each)")
     print(f"user m: {stats['memories']} memories, {stats['entities']} entities, {stats['episodes']} episodes; "
           "sections: " + ", ".join(f"{s.name} {s.tokens}" for s in ctx_m.sections) + " tokens")
     imports = statistics.median(r["import_ms"] for r in cold_window + cold_sections)
