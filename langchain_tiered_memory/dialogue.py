@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import messages_from_dict
 
@@ -41,6 +41,8 @@ class Line:
     at: datetime
     speaker: str
     text: str
+    #: The message's token count as stored (chat format), when read from the log.
+    tokens: int | None = None
 
     def render(self, *, time: bool = False, limit: int | None = None) -> str:
         """``speaker (date): text`` on one line (``time``: with the hour)."""
@@ -51,14 +53,15 @@ class Line:
         return f"{self.speaker} ({when}): {text}"
 
 
-def lines_of(rows: Sequence[tuple[int, str, str, str]]) -> list[Line]:
-    """The lines of a unit's messages, ``(seq, message_id, created_at, data)`` each."""
+def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:
+    """The lines of a unit's messages, ``(seq, message_id, created_at, data[, tokens])`` each."""
     out = []
-    for seq, message_id, created, data in rows:
+    for seq, message_id, created, data, *rest in rows:
         message = messages_from_dict([json.loads(data)])[0]
         # A named speaker (two people talking, an imported chat) is named: questions do.
         who = " ".join(message.name.split()) if isinstance(message.name, str) and message.name.strip() else speaker(message)
-        out.append(Line(message_id, seq, datetime.fromisoformat(created), who, message_text(message)))
+        tokens = rest[0] if rest else None
+        out.append(Line(message_id, seq, datetime.fromisoformat(created), who, message_text(message), tokens))
     return out
 
 

@@ -21,10 +21,14 @@ if TYPE_CHECKING:
     from .recall import Evidence
     from .tokens import TokenCounter
 
-__all__ = ["NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]
+__all__ = ["LINE_FRAME", "NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]
 
 #: A neighbouring message is quoted up to this many characters (about 60 tokens).
 NEIGHBOUR_CHARS = 280
+#: What a quoted line costs beyond its message's stored count: the indent, speaker, date,
+#: time and newline take about 15 tokens, of which the stored count's chat-format overhead
+#: (4) already pays some; one more for safety.
+LINE_FRAME = 12
 
 #: The messages of a thread at the given seqs, in order (for the neighbours of a turn).
 Neighbours = Callable[[str, Sequence[int]], Sequence[Line]]
@@ -41,15 +45,13 @@ class _Passage:
     matched: list[int] = field(default_factory=list)  # seqs of matching turns, best first
     tokens: int = 0
 
+    def text(self, seq: int) -> str:
+        return self.lines[seq].render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
+
     def render(self) -> list[str]:
         if self.head is not None:
             return [self.head]
-        out = []
-        for i, seq in enumerate(sorted(self.lines)):
-            line = self.lines[seq]
-            text = line.render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
-            out.append(("- " if i == 0 else "  ") + text)
-        return out
+        return [("- " if i == 0 else "  ") + self.text(seq) for i, seq in enumerate(sorted(self.lines))]
 
     def touches(self, thread_id: str | None, seqs: Sequence[int]) -> bool:
         if self.head is not None or thread_id != self.thread_id or not self.lines:
@@ -75,9 +77,26 @@ def quote_evidence(
     shown: list[Evidence] = []
     present: set[str] = set()
     used = 0
+    # A passage costs the sum of its lines. A message's line is priced from the count
+    # stored with it (counted once, when it was written) plus its speaker and date, so
+    # trying a candidate encodes nothing; a shortened line is short to count. The section
+    # is counted exactly at the end, and trimmed should the estimate have fallen short.
+    counted: dict[tuple[str | None, int, bool], int] = {}
+
+    def line_cost(p: _Passage, seq: int) -> int:
+        key = (p.thread_id, seq, seq in p.context)
+        if key not in counted:
+            line = p.lines[seq]
+            if line.tokens is not None and seq not in p.context:
+                counted[key] = line.tokens + LINE_FRAME
+            else:
+                counted[key] = counter.count_text("  " + p.text(seq) + "\n")
+        return counted[key]
 
     def cost(p: _Passage) -> int:
-        return counter.count_text("\n".join(p.render()) + "\n")
+        if p.head is not None:
+            return counter.count_text(p.head + "\n")
+        return sum(line_cost(p, seq) for seq in p.lines)
 
     for e in evidence:
         if e.grain in ("fact", "session"):
@@ -121,8 +140,13 @@ def quote_evidence(
         return None
     if neighbours is not None:
         used = _add_neighbours(passages, present, budget, used, cost, neighbours)
-    text = "\n".join(line for p in passages for line in p.render())
-    return Quoted(text, counter.count_text(text), tuple(shown))
+    while True:
+        text = "\n".join(line for p in passages for line in p.render())
+        tokens = counter.count_text(text)
+        if tokens <= budget or len(passages) == 1:
+            break
+        passages.pop()
+    return Quoted(text, tokens, tuple(shown))
 
 
 def _add_neighbours(

@@ -100,8 +100,9 @@ class Units(Indexed):
         return out
 
     def spans(self, units: Sequence[UnitRow]) -> dict[str, list[tuple[int, str, str, str]]]:
-        """Each unit's spoken messages as ``(seq, message_id, created_at, data)``, by unit id."""
-        return self._messages(units, "seq, message_id, created_at, data")
+        """Each unit's spoken messages as ``(seq, message_id, created_at, data, tokens)``, by
+        unit id (``tokens``: the message's stored count)."""
+        return self._messages(units, "seq, message_id, created_at, data, tokens")
 
     def message_ids(self, units: Sequence[UnitRow]) -> dict[str, list[str]]:
         """Each unit's spoken message ids, by unit id (no message content read)."""
@@ -127,16 +128,16 @@ class Units(Indexed):
                     out[u.id] = [found[s] for s in range(u.first_seq, u.last_seq + 1) if s in found]
         return out
 
-    def spoken(self, thread_key: int, seqs: Sequence[int]) -> list[tuple[int, str, str, str]]:
+    def spoken(self, thread_key: int, seqs: Sequence[int]) -> list[tuple[int, str, str, str, int]]:
         """The user and assistant messages at ``seqs`` of a thread, as ``(seq, message_id,
-        created_at, data)``, in order."""
+        created_at, data, tokens)``, in order."""
         if not seqs:
             return []
         with self.db.read() as tx:
             return [
-                (r[0], r[1], r[2], r[3])
+                (r[0], r[1], r[2], r[3], r[4])
                 for r in tx.all(
-                    f"SELECT seq, message_id, created_at, data FROM messages WHERE thread_key = ? "
+                    f"SELECT seq, message_id, created_at, data, tokens FROM messages WHERE thread_key = ? "
                     f"AND seq IN {tx.in_list(seqs)} AND type IN ('human', 'ai') ORDER BY seq",
                     (thread_key, *seqs),
                 )
