@@ -42,6 +42,7 @@ from .entries import (
     check_k,
     check_memory_id,
     check_metadata,
+    check_query,
     check_session,
     check_type,
     check_types,
@@ -289,8 +290,7 @@ class FactLayer:
         """
         check_user(user_id)
         k = check_k(k)
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str, got {type(query).__name__}")
+        query = check_query(query)
         types = check_types(memory_types) if memory_types is not None else None
         floor = check_importance(min_importance, "min_importance") if min_importance is not None else None
         if not query.strip() or self._storage.memories.count(user_id) == 0:

@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 from .config import MemoryConfig
 from .context import MemoryContext
 from .entities import Entity, EntityLayer, name_key
-from .entries import MemoryEntry, check_id, check_memory_id
+from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text
 from .episodes import EpisodeHit, EpisodeLayer, episode_id
 from .errors import (
     ConfigError,
@@ -230,16 +230,20 @@ class TieredMemory:
 
         Jobs not yet run stay in the journal and run when the directory is opened again.
         """
-        self._jobs.close()
-        for adapter in self._adapters.values():
-            closer = getattr(adapter, "close", None)
-            if callable(closer):
-                closer()
+        # Whatever fails on the way (an adapter, a shard whose files vanished: our error),
+        # the database is released: a failed close must not leave the file held.
         try:
-            self._index.close()
+            self._jobs.close()
+            for adapter in self._adapters.values():
+                closer = getattr(adapter, "close", None)
+                if callable(closer):
+                    closer()
         finally:
-            self._storage.close()
-            self._turns.forget_cache()
+            try:
+                self._index.close()
+            finally:
+                self._storage.close()
+                self._turns.forget_cache()
 
     def __enter__(self) -> TieredMemory:
         return self
@@ -275,8 +279,8 @@ class TieredMemory:
         """
         check_id("user_id", user_id)
         check_id("thread_id", thread_id)
-        if query is not None and not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if query is not None:
+            query = check_query(query)
         _check_time("at", at)
         thread = self._thread(user_id, thread_id)
         return self._turns.before(user_id, thread, thread_id, query, peek=peek, at=at)
@@ -495,7 +499,7 @@ class TieredMemory:
         if entity is not None:
             if user_id is None or thread_id is not None:
                 raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
-            if not isinstance(entity, str) or not entity.strip():
+            if not isinstance(entity, str) or not check_text(entity, "entity").strip():
                 raise InvalidInputError("entity must be a non-empty name")
             return {"entities": self._forgetter.entity(user_id, name_key(entity))}
         if thread_id is not None:
@@ -639,6 +643,8 @@ class TieredMemory:
         """
         check_id("user_id", user_id)
         self._check_open()
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"data must be what export_user returned (a dict), got {type(data).__name__}")
         from .legacy import prepare_import
 
         rows = prepare_import(user_id, data, self._turns.serialise, self.items.embed_value)
@@ -680,8 +686,8 @@ class TieredMemory:
         """The user's episodes overlapping ``[since, until]``, most relevant to ``query`` first
         (newest first without a query)."""
         check_id("user_id", user_id)
-        if query is not None and not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if query is not None:
+            query = check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive int, got {k!r}")
         _check_time("since", since)
