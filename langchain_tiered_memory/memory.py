@@ -39,7 +39,7 @@ from .facts import FactLayer
 from .forgetting import Forgetter
 from .index import RecallIndex
 from .items import Items
-from .jobs import JobHandlers, JobRunner
+from .jobs import NEEDS_LLM, JobHandlers, JobRunner
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
 from .summary import SummaryLayer
@@ -122,11 +122,13 @@ class TieredMemory:
         self._extractor: Extractor | None = None
         self._adapters: dict[str, Any] = {}
         self._adapter_lock = threading.Lock()
-        self._storage = Storage.open(data_dir, decay=self.config.decay)
+        # A manual memory runs nothing and writes nothing on its own: it may be a look.
+        manual = self.config.job_mode == "manual"
+        self._storage = Storage.open(data_dir, decay=self.config.decay, rekeep=not manual)
         try:
             self._index = RecallIndex(
                 self.data_dir, self._storage, self._query_cached,
-                url=qdrant_url, api_key=qdrant_api_key, client=qdrant_client,
+                url=qdrant_url, api_key=qdrant_api_key, client=qdrant_client, repair=not manual,
             )
             self._open_checks()
         except BaseException:
@@ -145,7 +147,9 @@ class TieredMemory:
         )
         self._index.add_source(self._facts)
         self._index.add_source(self._episodes)
-        if self._index.exists():
+        if manual:
+            pass  # the index opens when a search needs it, and repairs nothing
+        elif self._index.exists():
             # Opening it checks it against the records (a lost point is rebuilt) and finishes
             # journaled forgets; cheap: the embedding model loads only when something embeds.
             self._index.available()
@@ -170,10 +174,12 @@ class TieredMemory:
             max_attempts=config.job_max_attempts,
             backoff_seconds=config.job_backoff_seconds,
             lease_seconds=config.job_lease_seconds,
+            provides=self._provides,
         )
-        # Work journaled by an earlier process that stopped mid-way resumes now.
-        self._end_idle_sessions()
-        self._jobs.notify()
+        if not manual:
+            # Work journaled by an earlier process that stopped mid-way resumes now.
+            self._end_idle_sessions()
+            self._jobs.notify()
 
     def _open_checks(self) -> None:
         from .legacy import upgrade_directory
@@ -198,6 +204,15 @@ class TieredMemory:
         """The relational store (for adapters that need a connection, e.g. the checkpointer)."""
         self._check_open()
         return self._storage
+
+    def _provides(self) -> tuple[str, ...]:
+        """What this memory can do for a job's needs: an LLM extractor, or nothing special."""
+        return () if self.extractor.offline else (NEEDS_LLM,)
+
+    def _job_needs(self) -> str | None:
+        """What the jobs this memory journals need: its LLM, when it has one (the offline
+        rules would silently do worse work), else nothing."""
+        return None if self.extractor.offline else NEEDS_LLM
 
     @property
     def extractor(self) -> Extractor:
@@ -313,7 +328,9 @@ class TieredMemory:
         check_id("user_id", user_id)
         check_id("thread_id", thread_id)
         _check_time("at", at)
-        result = self._turns.after(user_id, thread_id, messages, extract=extract, at=at)
+        result = self._turns.after(
+            user_id, thread_id, messages, extract=extract, at=at, needs=self._job_needs() if extract else None
+        )
         if result.stored and extract:
             self._jobs.notify()
         return result
@@ -384,11 +401,14 @@ class TieredMemory:
     def stats(self) -> MemoryStats:
         """Counts of what is stored, the database's size, the index, and the job journal.
 
-        ``failed_jobs`` lists the jobs that failed for good, with their reasons;
-        ``index`` says how many records wait for their vector point and, while another
-        process holds the index, why this one cannot write them. Reading changes nothing.
+        ``jobs`` counts the journal: ``pending`` (this memory runs them), ``waiting`` (they
+        need an extractor this memory lacks: journaled by a memory with a chat model, they
+        wait for one, and so do the later jobs of their thread), ``running``, ``stale`` (leased by a process that no longer runs: they
+        run again), ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for
+        good, with their reasons; ``index`` says how many records wait for their vector
+        point and, while another process holds the index, why this one cannot write them.
+        Reading changes nothing.
         """
-        jobs = self._storage.jobs.counts()
         pending = self._storage.unindexed_count()
         return MemoryStats({
             "data_dir": str(self.data_dir),
@@ -399,7 +419,7 @@ class TieredMemory:
                 "held_elsewhere": self._index.unavailable,
             },
             "extractor": "offline" if self.extractor.offline else self.extractor.name,
-            "jobs": {k: jobs.get(k, 0) for k in ("pending", "running", "done", "failed")},
+            "jobs": self._jobs.counts(),
             "failed_jobs": [
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs.rows("failed", limit=20)
@@ -671,7 +691,9 @@ class TieredMemory:
         last = thread.next_seq - 1
         if last <= self._storage.episodes.last_seq(thread_id):
             return None
-        self._storage.jobs.enqueue("episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat())
+        self._storage.jobs.enqueue(
+            "episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat(), self._job_needs()
+        )
         self._jobs.notify()
         return episode_id(thread_id, last)
 
@@ -702,7 +724,8 @@ class TieredMemory:
         cutoff = (now - timedelta(minutes=minutes)).isoformat()
         for thread in self._storage.threads.idle(cutoff):
             self._storage.jobs.enqueue(
-                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, now.isoformat()
+                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, now.isoformat(),
+                self._job_needs(),
             )
 
     # --- the index's upkeep -----------------------------------------------------------

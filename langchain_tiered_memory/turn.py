@@ -277,8 +277,10 @@ class Turns:
         *,
         extract: bool,
         at: datetime | None = None,
+        needs: str | None = None,
     ) -> TurnResult:
-        """Append the turn's messages durably (see :meth:`TieredMemory.after_turn`)."""
+        """Append the turn's messages durably (see :meth:`TieredMemory.after_turn`); the
+        turn's job records ``needs`` (what the memory running it must provide)."""
         items = normalise(messages)
         when = None if at is None else at.astimezone(timezone.utc).isoformat()
         rows = [self.serialise(m, when) for m in items]
@@ -286,7 +288,7 @@ class Turns:
         with self._lock:
             result = self._storage.threads.append(
                 user_id, thread_id, rows, counter=self.counter.name, now=now,
-                job_kind="extract" if extract else None,
+                job_kind="extract" if extract else None, job_needs=needs,
             )
             index = self._indexes.get(thread_id)
             seqs = [seq for seq, _ in result.stored]
