@@ -237,7 +237,8 @@ class FactLayer:
             [u.id for u in units if u.id in rows and u.id not in merged_away],
             {r.id: r.updated_at for r in rows.values()},
         )
-        self._index.delete(merged_away)
+        if merged_away:
+            self._index.resume_forgets()  # the merges journaled their points' deletion
 
     def _merge_target(self, row: MemoryRow, vector: Sequence[float]) -> MemoryRow | None:
         hits = [h for h in self._index.nearest(row.user_id, vector, "fact", 4) if h.id != row.id]

@@ -288,6 +288,10 @@ class RecallIndex:
                     vectors = self.embed_documents([u.text for u in units])
                     self.write(units, vectors)
                     source.indexed(units, vectors)
+                    # A record forgotten while it was embedded had its points deleted before
+                    # this write made one: drop the point of every record now gone.
+                    alive = source.texts([u.id for u in units])
+                    self.delete([u.id for u in units if u.id not in alive])
                     done += len(units)
         return done
 

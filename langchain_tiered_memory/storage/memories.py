@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from .database import Database, Tx, chunks
+from .forgetting import journal_points
 from .rows import MemoryRow
 
 MEMORY_COLUMNS = (
@@ -134,7 +135,8 @@ class Memories:
 
     def merge(self, target: MemoryRow, new: MemoryRow, now: str) -> None:
         """Fold ``new`` (a near-duplicate just written) into ``target``: the newer wording, the
-        higher importance, the merged metadata, ``new``'s id (and its aliases) as aliases."""
+        higher importance, the merged metadata, ``new``'s id (and its aliases) as aliases.
+        The deletion of ``new``'s point is journaled (``forget_ops``) in the same transaction."""
         metadata = {**target.metadata, **new.metadata}
         sources = list(dict.fromkeys([*target.source_messages, *new.source_messages]))
         with self.db.write() as tx:
@@ -149,6 +151,9 @@ class Memories:
             aliases = [new.id, *tx.column("SELECT alias FROM memory_aliases WHERE memory_id = ?", (new.id,))]
             add_aliases(tx, target.user_id, target.id, aliases, now)
             tx.execute("DELETE FROM memories WHERE id = ?", (new.id,))
+            # Its point was just written: journaled with the delete, so a crash before the
+            # index drops it cannot leave a point without a record.
+            journal_points(tx, {"merged_into": target.id}, [new.id], now)
             tx.execute("UPDATE store_items SET memory_id = ? WHERE memory_id = ?", (target.id, new.id))
             self._rekeep(tx, [target.id])
 
