@@ -311,7 +311,10 @@ class RecallIndex:
                 backend.delete_where(Where(equals={"user": tenant_key(user)}))
             if op.point_ids:
                 backend.delete(op.point_ids)
-            backend.flush()
+        # One flush for the batch (each costs an fsync of the segments), then the journal
+        # lets go; a crash in between only repeats the deletions.
+        backend.flush()
+        for op in ops:
             self._storage.forgetting.finish(op.id)
         return len(ops)
 

@@ -133,10 +133,11 @@ class Memories:
             if "importance" in changes:
                 self._rekeep(tx, [memory_id])
 
-    def merge(self, target: MemoryRow, new: MemoryRow, now: str) -> None:
+    def merge(self, target: MemoryRow, new: MemoryRow, now: str) -> int | None:
         """Fold ``new`` (a near-duplicate just written) into ``target``: the newer wording, the
         higher importance, the merged metadata, ``new``'s id (and its aliases) as aliases.
-        The deletion of ``new``'s point is journaled (``forget_ops``) in the same transaction."""
+        The deletion of ``new``'s point is journaled (``forget_ops``) in the same transaction;
+        returns the op, for the caller to finish once the point is gone."""
         metadata = {**target.metadata, **new.metadata}
         sources = list(dict.fromkeys([*target.source_messages, *new.source_messages]))
         with self.db.write() as tx:
@@ -153,9 +154,10 @@ class Memories:
             tx.execute("DELETE FROM memories WHERE id = ?", (new.id,))
             # Its point was just written: journaled with the delete, so a crash before the
             # index drops it cannot leave a point without a record.
-            journal_points(tx, {"merged_into": target.id}, [new.id], now)
+            op = journal_points(tx, {"merged_into": target.id}, [new.id], now)
             tx.execute("UPDATE store_items SET memory_id = ? WHERE memory_id = ?", (target.id, new.id))
             self._rekeep(tx, [target.id])
+        return op
 
     def record_access(self, ids: Sequence[str], now: str, boost: float) -> None:
         """Count ``ids`` as recalled now: last access, count + 1, boost + ``boost`` (capped so
