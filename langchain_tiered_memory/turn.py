@@ -431,7 +431,8 @@ def _read_one(stored: dict[str, Any]) -> BaseMessage:
     fields = fields if isinstance(fields, dict) else {}
     content = fields.get("content")
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
-    cls = _REPAIR_TYPES.get(stored.get("type") if isinstance(stored, dict) else None, HumanMessage)
+    kind = stored.get("type") if isinstance(stored, dict) else None
+    cls = _REPAIR_TYPES.get(kind, HumanMessage) if isinstance(kind, str) else HumanMessage
     extra: dict[str, Any] = {}
     if cls is ToolMessage:
         extra["tool_call_id"] = str(fields.get("tool_call_id") or "")
