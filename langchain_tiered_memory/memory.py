@@ -34,6 +34,7 @@ from .errors import (
     InvalidInputError,
     MemoryClosedError,
     ThreadOwnershipError,
+    TieredMemoryError,
 )
 from .facts import FactLayer
 from .forgetting import Forgetter
@@ -120,6 +121,8 @@ class TieredMemory:
         self.counter = make_counter(token_counter)
         self._clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self._extractor: Extractor | None = None
+        if model is not None and not isinstance(model, BaseChatModel):
+            self.extractor  # noqa: B018 - an Extractor is used as is; anything else is refused now, not in every job
         self._adapters: dict[str, Any] = {}
         self._adapter_lock = threading.Lock()
         # A manual memory runs nothing and writes nothing on its own: it may be a look.
@@ -207,12 +210,20 @@ class TieredMemory:
 
     def _provides(self) -> tuple[str, ...]:
         """What this memory can do for a job's needs: an LLM extractor, or nothing special."""
-        return () if self.extractor.offline else (NEEDS_LLM,)
+        return () if self._offline() else (NEEDS_LLM,)
 
     def _job_needs(self) -> str | None:
         """What the jobs this memory journals need: its LLM, when it has one (the offline
         rules would silently do worse work), else nothing."""
-        return None if self.extractor.offline else NEEDS_LLM
+        return None if self._offline() else NEEDS_LLM
+
+    def _offline(self) -> bool:
+        try:
+            return bool(self.extractor.offline)
+        except TieredMemoryError:
+            # A model that cannot be used (the job records why): the turn is stored all
+            # the same, and its job is this memory's to run and fail.
+            return self.model is None
 
     @property
     def extractor(self) -> Extractor:

@@ -195,3 +195,11 @@ def test_import_of_data_that_is_not_an_export_is_our_error(tmp_path):
             with pytest.raises(InvalidInputError):
                 m.import_user("newcomer", data)
         assert m.users() == []
+
+
+def test_a_model_that_is_not_one_is_refused_at_construction(tmp_path):
+    # It used to be accepted, and every job (and stats()) failed on it later.
+    with pytest.raises(InvalidInputError, match="BaseChatModel"):
+        TieredMemory(tmp_path / "m", INLINE, model=42)  # type: ignore[arg-type]
+    with _open(tmp_path / "m") as m:  # the directory was not left locked
+        m.after_turn("u", "t", [HumanMessage("hi")])
