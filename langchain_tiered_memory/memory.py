@@ -414,11 +414,12 @@ class TieredMemory:
 
         ``jobs`` counts the journal: ``pending`` (this memory runs them), ``waiting`` (they
         need an extractor this memory lacks: journaled by a memory with a chat model, they
-        wait for one, and so do the later jobs of their thread), ``running``, ``stale`` (leased by a process that no longer runs: they
-        run again), ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for
-        good, with their reasons; ``index`` says how many records wait for their vector
-        point and, while another process holds the index, why this one cannot write them.
-        Reading changes nothing.
+        wait for one, and so do the later jobs of their thread), ``running``, ``stale``
+        (leased by a process that no longer runs, or whose lease ran out: they run again),
+        ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for good, with
+        their reasons; ``index`` says how many records wait for their vector point and,
+        while another process holds the index (or, for a manual memory, a lost index),
+        why this one cannot write them. Reading changes nothing.
         """
         pending = self._storage.unindexed_count()
         return MemoryStats({

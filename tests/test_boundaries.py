@@ -203,3 +203,19 @@ def test_a_model_that_is_not_one_is_refused_at_construction(tmp_path):
         TieredMemory(tmp_path / "m", INLINE, model=42)  # type: ignore[arg-type]
     with _open(tmp_path / "m") as m:  # the directory was not left locked
         m.after_turn("u", "t", [HumanMessage("hi")])
+
+
+def test_a_user_named_like_the_memory_namespace_owns_no_other_users_store_memories(tmp_path):
+    """The long isolation probe's find: store items belonged to the user named first or
+    second in their namespace, so user "memories" exported — and forgot — every user's
+    ("memories", user) items."""
+    with _open(tmp_path / "m") as m:
+        m.store.put(("memories", "alice"), "a", {"content": "alice's note"})
+        m.store.put(("memories", "memories"), "m", {"content": "the note of the user named memories"})
+        m.store.put(("profiles", "bob"), "b", {"likes": "tea"})
+        exported = m.export_user("memories")["store_items"]
+        assert [(i["namespace"], i["key"]) for i in exported] == [(["memories", "memories"], "m")]
+        m.forget(user_id="memories")
+        assert m.store.get(("memories", "alice"), "a") is not None
+        assert m.store.get(("profiles", "bob"), "b") is not None
+        assert m.store.get(("memories", "memories"), "m") is None

@@ -221,10 +221,10 @@ class JobRunner:
 
     def counts(self) -> dict[str, int]:
         """The journal as this memory sees it: ``pending`` (it will run them), ``waiting``
-        (they need what it does not provide — another extractor — or wait behind such a job
-        of their thread), ``running``, ``stale``
-        (leased by a process that no longer runs, or whose lease ran out: they run again),
-        ``done`` and ``failed``. Reading changes nothing."""
+        (they need what it does not provide — another extractor — or wait behind such a
+        job of their thread), ``running``, ``stale`` (leased by a process that no longer
+        runs, or whose lease ran out: they run again), ``done`` and ``failed``. Reading
+        changes nothing."""
         out = dict.fromkeys(("pending", "waiting", "running", "stale", "done", "failed"), 0)
         for status, waiting, worker, expired, n in self._storage.jobs.queue(time.time(), self.provides()):
             if status == "running":

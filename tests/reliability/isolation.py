@@ -8,8 +8,9 @@ quotes, ``a``/``A``/full-width ``ａ``, path-like ones) — and then reads every
 through every API: search, list, get, the store's search and get, entities, episodes,
 threads, export, the context's memory block (and ``recall`` where the facade has it). A
 foreign marker in any answer is an escape; reading another user's memory or thread must be
-``NotFoundError`` / ``ThreadOwnershipError``. The memory is shared by all examples, so the
-users of earlier examples are there to leak too.
+``NotFoundError`` / ``ThreadOwnershipError``. Each example then forgets one of its users,
+and every other user's data must still be there. The memory is shared by all examples, so
+the users of earlier examples are there to leak (and to lose) too.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ _MARKER = re.compile(r"mk\d+x")
 
 
 def _store_label(user: str) -> bool:
-    # LangGraph's BaseStore refuses namespace labels with a period (InvalidNamespaceError,
-    # its documented rule for every store): such users have no store namespace.
-    return "." not in user
+    # LangGraph's BaseStore refuses namespace labels with a period, and ours those with the
+    # unit separator that joins labels (InvalidNamespaceError, as LangGraph raises it):
+    # such users have no store namespace.
+    return "." not in user and "\x1f" not in user
 
 
 class World:
@@ -40,6 +42,8 @@ class World:
         self.markers: dict[str, str] = {}  # marker -> user
         self.memory_ids: dict[str, str] = {}  # memory id -> user
         self.threads: dict[str, str] = {}  # thread id -> user
+        self.store_keys: dict[str, str] = {}  # store key -> user
+        self.forgotten: set[str] = set()
         self.tried = 0
 
     def marker(self, user: str) -> str:
@@ -71,6 +75,7 @@ def store(memory: Any, world: World, user: str, n_turns: int, n_memories: int) -
         world.tried += 1
     if _store_label(user):
         memory.store.put(("memories", user), f"k-{mark}", {"content": f"apple banana store note of {mark}"})
+        world.store_keys[f"k-{mark}"] = user
     memory.end_session(user, thread)
     world.tried += 2
 
@@ -127,6 +132,25 @@ def check(memory: Any, world: World, user: str) -> list[str]:
     return escapes
 
 
+def forget(memory: Any, world: World, user: str) -> list[str]:
+    """Forget ``user``; every other user's store memories must still be there (a user named
+    like a namespace kind — ``"memories"`` — once took every user's with it)."""
+    memory.forget(user_id=user)
+    world.forgotten.add(user)
+    for mid in [m for m, owner in world.memory_ids.items() if owner == user]:
+        del world.memory_ids[mid]
+    for thread in [t for t, owner in world.threads.items() if owner == user]:
+        del world.threads[thread]
+    lost = []
+    for key, owner in list(world.store_keys.items()):
+        world.tried += 1
+        if owner == user:
+            del world.store_keys[key]
+        elif memory.store.get(("memories", owner), key) is None:
+            lost.append(f"forgetting {user!r} deleted {owner!r}'s store memory {key}")
+    return lost
+
+
 def property_test(memory: Any, world: World, examples: int, seed: int | None) -> list[str]:
     """Run the hypothesis property over ``memory``; returns the escapes found."""
     from hypothesis import HealthCheck, given, settings
@@ -159,6 +183,7 @@ def property_test(memory: Any, world: World, examples: int, seed: int | None) ->
         found: list[str] = []
         for user in {u for u, _, _ in plan} | set(list(world.markers.values())[:3]):
             found += check(memory, world, user)
+        found += forget(memory, world, plan[0][0])
         escapes.extend(found)
         assert not found, found
 
