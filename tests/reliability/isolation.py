@@ -151,8 +151,9 @@ def forget(memory: Any, world: World, user: str) -> list[str]:
     return lost
 
 
-def property_test(memory: Any, world: World, examples: int, seed: int | None) -> list[str]:
-    """Run the hypothesis property over ``memory``; returns the escapes found."""
+def property_test(memory: Any, world: World, examples: int, seed: int | None) -> tuple[list[str], list[str]]:
+    """Run the hypothesis property over ``memory``; returns the escapes found, and the
+    other failures (an error where none was expected)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -188,11 +189,14 @@ def property_test(memory: Any, world: World, examples: int, seed: int | None) ->
         assert not found, found
 
     test = holds if seed is None else hseed(seed)(holds)
+    failures: list[str] = []
     try:
         test()
     except AssertionError:
         pass  # the escapes are reported, with hypothesis's smallest example among them
-    return escapes
+    except Exception as exc:  # noqa: BLE001 - reported, so the other probes' figures still print
+        failures.append(f"{type(exc).__name__}: {str(exc)[:1500]}")
+    return escapes, failures
 
 
 def run(path: Path, *, examples: int, seed: int | None = None) -> Figures:
@@ -204,8 +208,10 @@ def run(path: Path, *, examples: int, seed: int | None = None) -> Figures:
     world = World()
     config = MemoryConfig(job_mode="inline", max_tokens=1_000, system_reserve=50, output_reserve=50)
     with TieredMemory(path, config, embeddings=HashingEmbeddings()) as memory:
-        escapes = property_test(memory, world, examples, seed)
+        escapes, failures = property_test(memory, world, examples, seed)
     figures.inputs = world.tried
+    figures.losses = len(failures)
+    figures.notes += failures
     figures.turns = len(world.threads)
     figures.escapes = len(escapes)
     figures.notes += escapes[:10]
