@@ -212,7 +212,7 @@ def run(path: Path, *, examples: int, seed: int | None = None) -> Figures:
     figures.inputs = world.tried
     figures.losses = len(failures)
     figures.notes += failures
-    figures.turns = len(world.threads)
+    figures.turns = len(world.markers)  # one thread of turns per marker
     figures.escapes = len(escapes)
     figures.notes += escapes[:10]
     figures.notes.append(f"{len(set(world.markers.values()))} users, {len(world.markers)} markers")
