@@ -227,13 +227,22 @@ def _datetime(text: str) -> datetime:
 # --- shared -----------------------------------------------------------------------------
 
 
-def _open(args: argparse.Namespace, *, create: bool = False, **kwargs: Any) -> TieredMemory:
-    """The memory of ``--data-dir``; a command that only reads never creates one."""
+def _open(args: argparse.Namespace, *, create: bool = False, look: bool = False, **kwargs: Any) -> TieredMemory:
+    """The memory of ``--data-dir``; a command that only reads never creates one.
+
+    ``look``: open it to look (``job_mode="manual"``): no job runs, nothing is written, so
+    ``stats`` or ``search`` never does a pending job's work — least of all with another
+    extractor than the one it was journaled for.
+    """
+    from .config import MemoryConfig
     from .memory import TieredMemory
     from .storage import DB_FILENAME
 
     if not create and not (Path(args.data_dir) / DB_FILENAME).is_file():
         raise DataDirError(f"no memory at {args.data_dir}; run `{PROG} demo` or pass --data-dir")
+    if look:
+        config = kwargs.pop("config", None) or MemoryConfig()
+        kwargs["config"] = config.model_copy(update={"job_mode": "manual"})
     return TieredMemory(args.data_dir, **kwargs)
 
 
@@ -446,7 +455,7 @@ def _status(context: MemoryContext, question_tokens: int) -> str:
 def _inspect(args: argparse.Namespace) -> int:
     from langchain_core.messages import message_to_dict
 
-    with _open(args, config=_config(args)) as memory:
+    with _open(args, look=True, config=_config(args)) as memory:
         context = memory.before_turn(args.user, args.thread, query=args.query, peek=True)
         if not any(t.thread_id == args.thread for t in memory.threads(args.user)):
             print(
@@ -502,7 +511,7 @@ def _inspect(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from .scoring import TIE_BREAK
 
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         # A look: the recall is not counted (no access boost from the command line).
         hits = memory.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain, peek=True)
     if args.json:
@@ -528,7 +537,7 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _entities(args: argparse.Namespace) -> int:
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         if args.name is not None:
             entity = memory.entity(args.user, args.name)
             if entity is None:
@@ -556,7 +565,7 @@ def _entities(args: argparse.Namespace) -> int:
 
 
 def _episodes(args: argparse.Namespace) -> int:
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         hits = memory.search_episodes(args.user, query=args.query, since=args.since, until=args.until, k=args.k)
     if args.json:
         _print_json([{"score": h.score, **dataclasses.asdict(h.episode)} for h in hits])
@@ -578,7 +587,7 @@ def _episodes(args: argparse.Namespace) -> int:
 
 
 def _threads(args: argparse.Namespace) -> int:
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         threads = memory.threads(args.user)
     if args.json:
         _print_json([dataclasses.asdict(t) for t in threads])
@@ -634,7 +643,7 @@ def _forget(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from .portability import export_jsonl
 
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         if args.output is None:
             counts = export_jsonl(memory, args.user, sys.stdout)
             sys.stdout.flush()
@@ -677,7 +686,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    with _open(args) as memory:
+    with _open(args, look=True) as memory:
         stats = dict(memory.stats())
         stats.setdefault("disk_bytes", _dir_size(memory.data_dir))
     if args.json:
@@ -697,6 +706,12 @@ def _stats(args: argparse.Namespace) -> int:
             print(f"{key}: {value if not isinstance(value, Mapping) else ' · '.join(f'{k} {v}' for k, v in value.items())}")
     if jobs:
         print("jobs: " + " · ".join(f"{v} {k}" for k, v in jobs.items()))
+    if jobs.get("waiting"):
+        print(f"  {jobs['waiting']} waiting: journaled by a memory with a chat model, they run only where one is "
+              "configured (set OPENAI_API_KEY, or open the directory with model=)")
+    if jobs.get("stale"):
+        print(f"  {jobs['stale']} stale: leased by a process that no longer runs; the next memory that runs jobs "
+              "takes them over")
     if failed:
         print(f"failed jobs ({len(failed)}, newest first):")
         for job in failed:

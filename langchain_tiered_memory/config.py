@@ -15,6 +15,27 @@ from .errors import ConfigError
 #: The smallest window budget a config may leave: below it not even one truncated message
 #: with its marker fits, and the model would be sent nothing of the conversation.
 MIN_WINDOW_TOKENS = 64
+#: Largest token budget or count accepted: far past any model's context window, and small
+#: enough that every sum of budgets stays a 64-bit integer (SQLite's, numpy's).
+MAX_TOKENS_LIMIT = 1_000_000_000
+#: Most memories (or episodes) one search returns; ``memories_k``/``episodes_k`` above it
+#: could never be served (``entries.MAX_K``, kept equal by a test).
+MAX_RECALL_K = 100
+#: Longest wait accepted for a model call, a lease or a retry delay: a day. Longer ones are
+#: a mistake (an infinite timeout would make every wait fail: Python's waits take at most
+#: ``threading.TIMEOUT_MAX``), and a real call that takes a day has failed.
+MAX_SECONDS = 86_400.0
+#: Most attempts a job may get; the retry delay doubles each time, so past this it would
+#: outgrow any useful schedule.
+MAX_ATTEMPTS = 100
+#: Longest idle time before a session's episode is written: ten years, in minutes (far
+#: longer ones overflow Python's dates).
+MAX_IDLE_MINUTES = 10 * 365 * 24 * 60
+#: Most memories a user may keep (SQLite's LIMIT takes a 64-bit integer; this leaves room).
+MAX_MEMORIES_LIMIT = 1_000_000_000
+#: Model calls a job may make one after the other, each up to ``llm_timeout_seconds``: the
+#: extraction, then the compression of an overlong summary. Its lease must outlast them.
+CALLS_PER_JOB = 2
 
 
 class MemoryConfig(BaseModel):
@@ -28,11 +49,11 @@ class MemoryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     max_tokens: int = Field(
-        100_000, gt=0, description="The model's context window, in tokens."
+        100_000, gt=0, le=MAX_TOKENS_LIMIT, description="The model's context window, in tokens."
     )
     system_reserve: int = Field(
         5_000,
-        ge=0,
+        ge=0, le=MAX_TOKENS_LIMIT,
         description=(
             "Tokens kept for the system prompt. A pinned system message from the thread is "
             "charged to it; what it leaves unused stays free for a prompt the caller adds "
@@ -40,10 +61,10 @@ class MemoryConfig(BaseModel):
         ),
     )
     output_reserve: int = Field(
-        4_000, ge=0, description="Tokens kept free for the model's answer."
+        4_000, ge=0, le=MAX_TOKENS_LIMIT, description="Tokens kept free for the model's answer."
     )
     summary_max_tokens: int = Field(
-        2_000, ge=0, description="Upper bound of a thread's running summary."
+        2_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of a thread's running summary."
     )
     importance_threshold: float = Field(
         0.6, ge=0.0, le=1.0, description="Extracted memories below this importance are not stored."
@@ -58,7 +79,7 @@ class MemoryConfig(BaseModel):
         0.1, ge=0.0, le=1.0, description="Importance added each time a memory is recalled (capped)."
     )
     max_memories_per_user: int = Field(
-        10_000, gt=0, description="Per-user cap; the lowest effective importance goes first."
+        10_000, gt=0, le=MAX_MEMORIES_LIMIT, description="Per-user cap; the lowest effective importance goes first."
     )
     merge_threshold: float = Field(
         0.95,
@@ -77,39 +98,44 @@ class MemoryConfig(BaseModel):
     )
 
     entities_max_tokens: int = Field(
-        1_000, ge=0, description="Upper bound of the entities section of the context."
+        1_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of the entities section of the context."
     )
     memories_max_tokens: int = Field(
-        2_000, ge=0, description="Upper bound of the long-term memories section."
+        2_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of the long-term memories section."
     )
     episodes_max_tokens: int = Field(
-        1_000, ge=0, description="Upper bound of the past-episodes section."
+        1_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of the past-episodes section."
     )
     memories_k: int = Field(
-        15, ge=0, le=100,
+        15, ge=0, le=MAX_RECALL_K,
         description="Pieces of evidence (memories, turns, windows) the context recalls per turn, at most.",
     )
-    episodes_k: int = Field(3, ge=0, le=100, description="Past episodes recalled per turn.")
-    job_mode: Literal["inline", "background"] = Field(
+    episodes_k: int = Field(3, ge=0, le=MAX_RECALL_K, description="Past episodes recalled per turn.")
+    job_mode: Literal["inline", "background", "manual"] = Field(
         "background",
         description=(
-            "How extraction and summary jobs run: in a worker thread (agents), or inside "
-            "after_turn (tests, notebooks). Either way they are journaled first."
+            "How extraction and summary jobs run: in a worker thread (agents), inside "
+            "after_turn (tests, notebooks), or only when flush() is called ('manual': "
+            "opening the memory runs no job and writes nothing, so looking at a directory "
+            "changes nothing; jobs wait in the journal for a memory that runs them). "
+            "Either way they are journaled first."
         ),
     )
-    job_max_attempts: int = Field(5, ge=1, description="Attempts before a job is marked failed.")
+    job_max_attempts: int = Field(5, ge=1, le=MAX_ATTEMPTS, description="Attempts before a job is marked failed.")
     job_backoff_seconds: float = Field(
-        2.0, ge=0.0, description="Delay before the first retry; doubles with each attempt."
+        2.0, ge=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="Delay before the first retry; doubles with each attempt."
     )
     job_lease_seconds: float = Field(
-        300.0, gt=0.0, description="How long a worker owns a job before another may take it."
+        300.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="How long a worker owns a job before another may take it."
     )
     llm_timeout_seconds: float = Field(
-        60.0, gt=0.0, description="An extraction call taking longer fails (and is retried)."
+        60.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="An extraction call taking longer fails (and is retried)."
     )
     idle_timeout_minutes: float | None = Field(
         None,
         gt=0.0,
+        le=MAX_IDLE_MINUTES,
+        allow_inf_nan=False,
         description=(
             "A thread idle this long gets its episode written (checked when the memory "
             "opens and by the background worker); None: only end_session() writes episodes."
@@ -128,6 +154,21 @@ class MemoryConfig(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_lease(self) -> MemoryConfig:
+        # A lease that ends while a call is still within its timeout hands the job to another
+        # worker mid-call: the same job would then run twice at once.
+        needed = CALLS_PER_JOB * self.llm_timeout_seconds
+        if self.job_lease_seconds < needed:
+            raise ValueError(
+                f"job_lease_seconds ({self.job_lease_seconds:g}) must be at least {CALLS_PER_JOB} × "
+                f"llm_timeout_seconds ({self.llm_timeout_seconds:g}) = {needed:g}: a job makes up "
+                f"to {CALLS_PER_JOB} model calls in a row (the extraction, then the summary's "
+                "compression), and a lease that ends during one hands the job to another worker "
+                "while it still runs; raise job_lease_seconds or lower llm_timeout_seconds"
+            )
+        return self
+
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
@@ -140,10 +181,25 @@ class MemoryConfig(BaseModel):
         return self.max_tokens - self.output_reserve
 
 
+# Why a field has its upper bound, added to the message of a value above it.
+_WHY_BOUNDED = {
+    "memories_k": f"one search returns at most {MAX_RECALL_K} memories",
+    "episodes_k": f"one search returns at most {MAX_RECALL_K} episodes",
+    "llm_timeout_seconds": "a call that takes longer than a day has failed",
+    "job_lease_seconds": "a lease longer than a day would keep a crashed worker's job for as long",
+    "job_backoff_seconds": "the delay doubles on each retry; start it below a day",
+    "job_max_attempts": "the retry delay doubles each time, so more attempts would never run",
+    "idle_timeout_minutes": "a longer idle time is a mistake, and a far longer one overflows Python's dates",
+}
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "MemoryConfig"
         msg = err["msg"].removeprefix("Value error, ")
+        why = _WHY_BOUNDED.get(field) if err["type"] == "less_than_equal" else None
+        if why:
+            msg += f" ({why})"
         parts.append(f"{field}: {msg} (got {err.get('input')!r})" if err["loc"] else msg)
     return "invalid MemoryConfig: " + "; ".join(parts)

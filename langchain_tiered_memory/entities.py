@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .context import ContextSection, SectionRequest, section_of_lines
+from .entries import check_text
 from .errors import InvalidInputError
 from .storage.rows import EntityRow, EntityUpdate
 from .vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
@@ -114,9 +115,16 @@ def updates(
     return list(merged.values())
 
 
+#: Most words of a query an entity search matches: one FTS5 term per word, and a
+#: 170,000-term match took 4 s per turn when a whole book was the turn's message.
+MAX_QUERY_TERMS = 64
+
+
 def query_terms(query: str) -> list[str]:
-    """The content words of ``query`` (what an entity search matches any of)."""
-    return list(dict.fromkeys(w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in _STOPWORDS))
+    """The content words of ``query`` (what an entity search matches any of), the first
+    :data:`MAX_QUERY_TERMS` distinct ones."""
+    words = dict.fromkeys(w for w in _WORD.findall(query.casefold()) if len(w) > 1 and w not in _STOPWORDS)
+    return list(words)[:MAX_QUERY_TERMS]
 
 
 def render(entity: Entity) -> str:
@@ -141,7 +149,7 @@ class EntityLayer:
 
     def get(self, user_id: str, name: str) -> Entity | None:
         """One entity by name (case- and whitespace-insensitive), with its history."""
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str) or not check_text(name, "an entity name").strip():
             raise InvalidInputError("an entity name must be a non-empty str")
         row = self._storage.entities.get(user_id, name_key(name))
         return to_entity(row) if row else None

@@ -24,6 +24,7 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_CONTENT_TOKENS",
     "MAX_K",
+    "MAX_QUERY_CHARS",
     "MemoryEntry",
     "MemoryHit",
     "MemoryType",
@@ -37,6 +38,10 @@ MAX_CONTENT_CHARS = 32_000
 MAX_CONTENT_TOKENS = 8_000
 #: Most memories one search returns.
 MAX_K = 100
+#: Longest query searched for; a longer one is searched by its beginning (the embedding
+#: model reads its first 256 tokens anyway), so a 10 MB message as the query of a turn
+#: costs what a page does.
+MAX_QUERY_CHARS = 32_000
 MAX_ID_LENGTH = 512
 #: Deepest nesting of metadata accepted (JSON that deep is an attack, not data).
 MAX_METADATA_DEPTH = 32
@@ -146,6 +151,13 @@ def check_text(value: Any, name: str) -> str:
             "decode the text properly (errors='replace' keeps the rest)"
         ) from None
     return value
+
+
+def check_query(value: Any, name: str = "query") -> str:
+    """A search query: text without lone surrogates, cut to :data:`MAX_QUERY_CHARS`."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, got {type(value).__name__}")
+    return check_text(value[:MAX_QUERY_CHARS], name)
 
 
 def check_content(content: Any, counter: Callable[[], TokenCounter]) -> str:

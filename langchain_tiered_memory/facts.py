@@ -41,6 +41,7 @@ from .entries import (
     check_k,
     check_memory_id,
     check_metadata,
+    check_query,
     check_session,
     check_type,
     check_types,
@@ -220,6 +221,7 @@ class FactLayer:
         """Mark the rows indexed; merge each new memory into an older near-duplicate."""
         rows = self._storage.memories.get_many([u.id for u in units])
         merged_away: list[str] = []
+        ops: list[int] = []
         for u, vector in zip(units, vectors):
             row = rows.get(u.id)
             # Only a memory never indexed merges: a rebuilt index must not merge old ones.
@@ -227,13 +229,19 @@ class FactLayer:
                 continue
             target = self._merge_target(row, vector)
             if target is not None:
-                self._storage.memories.merge(target, row, self._now().isoformat())
+                op = self._storage.memories.merge(target, row, self._now().isoformat())
                 merged_away.append(row.id)
+                ops += [op] if op is not None else []
         self._storage.memories.mark_indexed(
             [u.id for u in units if u.id in rows and u.id not in merged_away],
             {r.id: r.updated_at for r in rows.values()},
         )
+        # The merges journaled their points' deletion: a crash before this line leaves the
+        # journal for the next holder. (No shard flush, unlike a forget: the merged text
+        # lives on in the target, there is nothing to scrub.)
         self._index.delete(merged_away)
+        for op in ops:
+            self._storage.forgetting.finish(op)
 
     def _merge_target(self, row: MemoryRow, vector: Sequence[float]) -> MemoryRow | None:
         hits = [h for h in self._index.nearest(row.user_id, vector, "fact", 4) if h.id != row.id]
@@ -286,8 +294,7 @@ class FactLayer:
         """
         check_user(user_id)
         k = check_k(k)
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str, got {type(query).__name__}")
+        query = check_query(query)
         types = check_types(memory_types) if memory_types is not None else None
         floor = check_importance(min_importance, "min_importance") if min_importance is not None else None
         if not query.strip() or self._storage.memories.count(user_id) == 0:

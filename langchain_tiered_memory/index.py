@@ -129,6 +129,7 @@ class RecallIndex:
         embeddings: returns the embeddings in use (called when first needed: loading the
             model is slow, and a memory that never recalls never pays it).
         url, api_key, client: a Qdrant server (or a qdrant-client) instead of Edge.
+        repair: see :attr:`repair`.
     """
 
     def __init__(
@@ -140,8 +141,12 @@ class RecallIndex:
         url: str | None = None,
         api_key: str | None = None,
         client: Any = None,
+        repair: bool = True,
     ) -> None:
         self.data_dir = data_dir
+        #: Whether opening the index repairs it (rebuild marks, pending forgets) and may
+        #: replace a lost one; ``False`` for a memory that only looks.
+        self.repair = repair
         self._storage = storage
         self._embeddings = embeddings
         self._server = {"url": url, "api_key": api_key, "client": client}
@@ -182,7 +187,7 @@ class RecallIndex:
         """Whether this process holds the index (opening it, or retrying a locked shard)."""
         try:
             self.backend()
-        except ShardLockedError:
+        except (ShardLockedError, _IndexLost):
             return False
         return True
 
@@ -196,6 +201,14 @@ class RecallIndex:
                 return self._backend
             if self._locked_reason is not None and time.monotonic() - self._locked_at < RETRY_LOCKED_S:
                 raise ShardLockedError(self._locked_reason)
+            if not self.repair and not self.exists() and any(s.indexed_count() for s in self._sources):
+                # Lost, not new: an empty one made here would answer every search with
+                # nothing, and rebuilding it is a repair.
+                self._locked_reason = (
+                    f"the vector index {self.path} is missing; a memory that runs jobs "
+                    "(job_mode 'background' or 'inline') rebuilds it from memory.db when it opens"
+                )
+                raise _IndexLost(self._locked_reason)
             from .backends import open_backend
             from .embeddings import embedding_model_id
 
@@ -213,7 +226,8 @@ class RecallIndex:
                 raise
             self._locked_reason = None
             self._backend = backend
-            self._catch_up(backend)
+            if self.repair:
+                self._catch_up(backend)
             return backend
 
     def _catch_up(self, backend: BaseBackend) -> None:
@@ -295,6 +309,10 @@ class RecallIndex:
                         vectors = self.embed_documents([u.text for u in units])
                     self.write(units, vectors)
                     source.indexed(units, vectors)
+                    # A record forgotten while it was embedded had its points deleted before
+                    # this write made one: drop the point of every record now gone.
+                    alive = source.texts([u.id for u in units])
+                    self.delete([u.id for u in units if u.id not in alive])
                     done += len(units)
         return done
 
@@ -314,7 +332,10 @@ class RecallIndex:
                 backend.delete_where(Where(equals={"user": tenant_key(user)}))
             if op.point_ids:
                 backend.delete(op.point_ids)
-            backend.flush()
+        # One flush for the batch (each costs an fsync of the segments), then the journal
+        # lets go; a crash in between only repeats the deletions.
+        backend.flush()
+        for op in ops:
             self._storage.forgetting.finish(op.id)
         return len(ops)
 
@@ -426,6 +447,10 @@ class RecallIndex:
             reindex_backend(backend, self.embed_documents, texts, progress=progress)
         self.sync()
         return counts
+
+
+class _IndexLost(VectorStoreError):
+    """The index is missing and this memory does not rebuild it (``repair=False``)."""
 
 
 def _candidate(hit: ScoredRecord, dense: float | None, sparse: float | None) -> Candidate:

@@ -219,7 +219,7 @@ def prepare_import(
             {**i, "vectors": embed_value(dict(i["value"])) if i.get("indexed") and not i.get("memory_id") else None}
             for i in data.get("store_items", ())
         ] + extra_items
-    except (ValidationError, KeyError, TypeError, ValueError) as exc:
+    except (ValidationError, KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise InvalidInputError(f"the data to import is malformed: {exc}") from None
     return {**{k: list(v) for k, v in data.items()}, "messages": messages, "memories": memories,
             "episodes": episodes, "entities": entities, "store_items": items}

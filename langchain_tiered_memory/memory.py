@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 from .config import MemoryConfig
 from .context import MemoryContext
 from .entities import Entity, EntityLayer, name_key
-from .entries import MemoryEntry, check_id, check_memory_id
+from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text
 from .episodes import EpisodeHit, EpisodeLayer, episode_id
 from .errors import (
     ConfigError,
@@ -34,13 +34,14 @@ from .errors import (
     InvalidInputError,
     MemoryClosedError,
     ThreadOwnershipError,
+    TieredMemoryError,
 )
 from .dialogue import DialogueLayer
 from .facts import FactLayer
 from .forgetting import Forgetter
 from .index import RecallIndex
 from .items import Items
-from .jobs import JobHandlers, JobRunner
+from .jobs import NEEDS_LLM, JobHandlers, JobRunner
 from .recall import Evidence, RecallLayer
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
@@ -122,13 +123,17 @@ class TieredMemory:
         self.counter = make_counter(token_counter)
         self._clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self._extractor: Extractor | None = None
+        if model is not None and not isinstance(model, BaseChatModel):
+            self.extractor  # noqa: B018 - an Extractor is used as is; anything else is refused now, not in every job
         self._adapters: dict[str, Any] = {}
         self._adapter_lock = threading.Lock()
-        self._storage = Storage.open(data_dir, decay=self.config.decay)
+        # A manual memory runs nothing and writes nothing on its own: it may be a look.
+        manual = self.config.job_mode == "manual"
+        self._storage = Storage.open(data_dir, decay=self.config.decay, rekeep=not manual)
         try:
             self._index = RecallIndex(
                 self.data_dir, self._storage, self._query_cached,
-                url=qdrant_url, api_key=qdrant_api_key, client=qdrant_client,
+                url=qdrant_url, api_key=qdrant_api_key, client=qdrant_client, repair=not manual,
             )
             self._open_checks()
         except BaseException:
@@ -152,7 +157,9 @@ class TieredMemory:
         )
         for source in (self._facts, self._episodes, self._dialogue):
             self._index.add_source(source)
-        if self._index.exists():
+        if manual:
+            pass  # the index opens when a search needs it, and repairs nothing
+        elif self._index.exists():
             # Opening it checks it against the records (a lost point is rebuilt) and finishes
             # journaled forgets; cheap: the embedding model loads only when something embeds.
             self._index.available()
@@ -179,10 +186,12 @@ class TieredMemory:
             max_attempts=config.job_max_attempts,
             backoff_seconds=config.job_backoff_seconds,
             lease_seconds=config.job_lease_seconds,
+            provides=self._provides,
         )
-        # Work journaled by an earlier process that stopped mid-way resumes now.
-        self._end_idle_sessions()
-        self._jobs.notify()
+        if not manual:
+            # Work journaled by an earlier process that stopped mid-way resumes now.
+            self._end_idle_sessions()
+            self._jobs.notify()
 
     def _open_checks(self) -> None:
         from .legacy import upgrade_directory
@@ -207,6 +216,23 @@ class TieredMemory:
         """The relational store (for adapters that need a connection, e.g. the checkpointer)."""
         self._check_open()
         return self._storage
+
+    def _provides(self) -> tuple[str, ...]:
+        """What this memory can do for a job's needs: an LLM extractor, or nothing special."""
+        return () if self._offline() else (NEEDS_LLM,)
+
+    def _job_needs(self) -> str | None:
+        """What the jobs this memory journals need: its LLM, when it has one (the offline
+        rules would silently do worse work), else nothing."""
+        return None if self._offline() else NEEDS_LLM
+
+    def _offline(self) -> bool:
+        try:
+            return bool(self.extractor.offline)
+        except TieredMemoryError:
+            # A model that cannot be used (the job records why): the turn is stored all
+            # the same, and its job is this memory's to run and fail.
+            return self.model is None
 
     @property
     def extractor(self) -> Extractor:
@@ -239,16 +265,20 @@ class TieredMemory:
 
         Jobs not yet run stay in the journal and run when the directory is opened again.
         """
-        self._jobs.close()
-        for adapter in self._adapters.values():
-            closer = getattr(adapter, "close", None)
-            if callable(closer):
-                closer()
+        # Whatever fails on the way (an adapter, a shard whose files vanished: our error),
+        # the database is released: a failed close must not leave the file held.
         try:
-            self._index.close()
+            self._jobs.close()
+            for adapter in self._adapters.values():
+                closer = getattr(adapter, "close", None)
+                if callable(closer):
+                    closer()
         finally:
-            self._storage.close()
-            self._turns.forget_cache()
+            try:
+                self._index.close()
+            finally:
+                self._storage.close()
+                self._turns.forget_cache()
 
     def __enter__(self) -> TieredMemory:
         return self
@@ -284,8 +314,8 @@ class TieredMemory:
         """
         check_id("user_id", user_id)
         check_id("thread_id", thread_id)
-        if query is not None and not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if query is not None:
+            query = check_query(query)
         _check_time("at", at)
         thread = self._thread(user_id, thread_id)
         return self._turns.before(user_id, thread, thread_id, query, peek=peek, at=at)
@@ -318,7 +348,9 @@ class TieredMemory:
         check_id("user_id", user_id)
         check_id("thread_id", thread_id)
         _check_time("at", at)
-        result = self._turns.after(user_id, thread_id, messages, extract=extract, at=at)
+        result = self._turns.after(
+            user_id, thread_id, messages, extract=extract, at=at, needs=self._job_needs() if extract else None
+        )
         if result.stored and extract:
             self._jobs.notify()
         return result
@@ -389,11 +421,15 @@ class TieredMemory:
     def stats(self) -> MemoryStats:
         """Counts of what is stored, the database's size, the index, and the job journal.
 
-        ``failed_jobs`` lists the jobs that failed for good, with their reasons;
-        ``index`` says how many records wait for their vector point and, while another
-        process holds the index, why this one cannot write them. Reading changes nothing.
+        ``jobs`` counts the journal: ``pending`` (this memory runs them), ``waiting`` (they
+        need an extractor this memory lacks: journaled by a memory with a chat model, they
+        wait for one, and so do the later jobs of their thread), ``running``, ``stale``
+        (leased by a process that no longer runs, or whose lease ran out: they run again),
+        ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for good, with
+        their reasons; ``index`` says how many records wait for their vector point and,
+        while another process holds the index (or, for a manual memory, a lost index),
+        why this one cannot write them. Reading changes nothing.
         """
-        jobs = self._storage.jobs.counts()
         pending = self._storage.unindexed_count()
         return MemoryStats({
             "data_dir": str(self.data_dir),
@@ -404,7 +440,7 @@ class TieredMemory:
                 "held_elsewhere": self._index.unavailable,
             },
             "extractor": "offline" if self.extractor.offline else self.extractor.name,
-            "jobs": {k: jobs.get(k, 0) for k in ("pending", "running", "done", "failed")},
+            "jobs": self._jobs.counts(),
             "failed_jobs": [
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs.rows("failed", limit=20)
@@ -504,7 +540,7 @@ class TieredMemory:
         if entity is not None:
             if user_id is None or thread_id is not None:
                 raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
-            if not isinstance(entity, str) or not entity.strip():
+            if not isinstance(entity, str) or not check_text(entity, "entity").strip():
                 raise InvalidInputError("entity must be a non-empty name")
             return {"entities": self._forgetter.entity(user_id, name_key(entity))}
         if thread_id is not None:
@@ -691,6 +727,8 @@ class TieredMemory:
         """
         check_id("user_id", user_id)
         self._check_open()
+        if not isinstance(data, Mapping):
+            raise InvalidInputError(f"data must be what export_user returned (a dict), got {type(data).__name__}")
         from .legacy import prepare_import
 
         rows = prepare_import(user_id, data, self._turns.serialise, self.items.embed_value)
@@ -717,7 +755,9 @@ class TieredMemory:
         last = thread.next_seq - 1
         if last <= self._storage.episodes.last_seq(thread_id):
             return None
-        self._storage.jobs.enqueue("episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat())
+        self._storage.jobs.enqueue(
+            "episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat(), self._job_needs()
+        )
         self._jobs.notify()
         return episode_id(thread_id, last)
 
@@ -732,8 +772,8 @@ class TieredMemory:
         """The user's episodes overlapping ``[since, until]``, most relevant to ``query`` first
         (newest first without a query)."""
         check_id("user_id", user_id)
-        if query is not None and not isinstance(query, str):
-            raise InvalidInputError(f"query must be a str or None, got {type(query).__name__}")
+        if query is not None:
+            query = check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive int, got {k!r}")
         _check_time("since", since)
@@ -748,7 +788,8 @@ class TieredMemory:
         cutoff = (now - timedelta(minutes=minutes)).isoformat()
         for thread in self._storage.threads.idle(cutoff):
             self._storage.jobs.enqueue(
-                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, now.isoformat()
+                "episode", thread.user_id, thread.key, {"last_seq": thread.next_seq - 1}, now.isoformat(),
+                self._job_needs(),
             )
 
     # --- the index's upkeep -----------------------------------------------------------

@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from .entities import name_key
 from .errors import InvalidInputError, NotFoundError
+from .storage.store_items import names_user
 
 if TYPE_CHECKING:
     from .memory import TieredMemory
@@ -361,7 +362,7 @@ def _check_consistency(
     _unique(data["episodes"], where["episodes"], lambda e: (e["thread_id"], e["last_seq"]), "episode end", source)
     _unique(data["store_items"], where["store_items"], lambda i: (tuple(i["namespace"]), i["key"]), "store item", source)
     for item, n in zip(data["store_items"], where["store_items"]):
-        if user_id not in item["namespace"][:2]:
+        if not names_user(item["namespace"], user_id):
             raise _error(source, n, f"store item namespace {item['namespace']!r} does not belong to user {user_id!r}")
 
 

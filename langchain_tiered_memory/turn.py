@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import uuid
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
+    FunctionMessage,
     HumanMessage,
     RemoveMessage,
+    SystemMessage,
+    ToolMessage,
     convert_to_messages,
     message_chunk_to_message,
     message_to_dict,
@@ -41,6 +46,7 @@ from .context import (
     TokenUsage,
     render_memory_block,
 )
+from .entries import MAX_QUERY_CHARS
 from .errors import InvalidMessageError, TieredMemoryError, VectorStoreError
 from .storage.rows import IndexRow, NewMessage, ThreadRow
 from .window import ThreadIndex, fit_group, select, truncate_message
@@ -124,12 +130,14 @@ class Turns:
     ) -> MemoryContext:
         """What to send the model this turn, within the context budget (see the module docs)."""
         with self._lock:
-            index = self._index(thread)
+            index = self._index(thread, peek=peek)
             avail = self._available()
             system_msg, system_tokens = self._system_message(index)
             system_charge = max(self.config.system_reserve, system_tokens)
             if query is None and index is not None:
                 query = self._last_human_text(index)
+                # A huge message is searched for by its beginning, as an explicit query is.
+                query = query[:MAX_QUERY_CHARS] if query is not None else None
             request = SectionRequest(user_id, thread, query, peek, at)
             sections, degraded = self._build_sections(request, (avail - system_charge) // 2)
             block = render_memory_block(sections)
@@ -281,8 +289,10 @@ class Turns:
         *,
         extract: bool,
         at: datetime | None = None,
+        needs: str | None = None,
     ) -> TurnResult:
-        """Append the turn's messages durably (see :meth:`TieredMemory.after_turn`)."""
+        """Append the turn's messages durably (see :meth:`TieredMemory.after_turn`); the
+        turn's job records ``needs`` (what the memory running it must provide)."""
         items = normalise(messages)
         when = None if at is None else at.astimezone(timezone.utc).isoformat()
         rows = [self.serialise(m, when) for m in items]
@@ -290,7 +300,7 @@ class Turns:
         with self._lock:
             result = self._storage.threads.append(
                 user_id, thread_id, rows, counter=self.counter.name, now=now,
-                job_kind="extract" if extract else None,
+                job_kind="extract" if extract else None, job_needs=needs,
             )
             index = self._indexes.get(thread_id)
             seqs = [seq for seq, _ in result.stored]
@@ -311,8 +321,12 @@ class Turns:
         read back as the same message."""
         if message.id is None:
             message = message.model_copy(update={"id": str(uuid.uuid4())})
-        data = message_to_dict(message)
         try:
+            with warnings.catch_warnings():
+                # A message built around validation makes pydantic warn while dumping it;
+                # the refusal below says what is wrong, once, as our error.
+                warnings.simplefilter("ignore")
+                data = message_to_dict(message)
             text = json.dumps(data, ensure_ascii=False, allow_nan=False)
             text.encode("utf-8")
             # What is stored must read back: a message built around validation (say, with
@@ -354,10 +368,11 @@ class Turns:
         if last < first:
             return []
         data = self._storage.threads.data(thread_key, first, last)
-        return messages_from_dict([data[s] for s in sorted(data)])
+        return read_messages([data[s] for s in sorted(data)])
 
-    def _index(self, thread: ThreadRow | None) -> ThreadIndex | None:
-        """The thread's index, brought up to date with what other processes appended."""
+    def _index(self, thread: ThreadRow | None, *, peek: bool = False) -> ThreadIndex | None:
+        """The thread's index, brought up to date with what other processes appended
+        (with ``peek``, without storing recounted token counts)."""
         if thread is None:
             return None
         index = self._indexes.get(thread.thread_id)
@@ -369,26 +384,82 @@ class Turns:
         else:
             self._indexes.move_to_end(thread.thread_id)
         if index.next_seq < thread.next_seq:
-            index.extend(self._recounted(index.key, self._storage.threads.index(index.key, index.next_seq - 1)))
+            rows = self._storage.threads.index(index.key, index.next_seq - 1)
+            index.extend(self._recounted(index.key, rows, store=not peek))
         return index
 
-    def _recounted(self, thread_key: int, rows: list[IndexRow]) -> list[IndexRow]:
-        """Rows counted by another counter, recounted with ours (and the new count stored)."""
+    def _recounted(self, thread_key: int, rows: list[IndexRow], *, store: bool = True) -> list[IndexRow]:
+        """Rows counted by another counter, recounted with ours (and, unless this is a look
+        that must change nothing, the new count stored)."""
         stale = [r.seq for r in rows if r.counter != self.counter.name]
         if not stale:
             return rows
         data = self._storage.threads.data_at(thread_key, stale)
-        counts = {s: self.counter.count_message(messages_from_dict([data[s]])[0]) for s in stale}
-        self._storage.threads.update_token_counts(thread_key, list(counts.items()), counter=self.counter.name)
+        counts = {s: self.counter.count_message(read_messages([data[s]])[0]) for s in stale}
+        if store:
+            self._storage.threads.update_token_counts(thread_key, list(counts.items()), counter=self.counter.name)
         return [IndexRow(r.seq, r.type, counts.get(r.seq, r.tokens), self.counter.name, r.tool_calls) for r in rows]
 
     def _loader(self, thread_key: int) -> Callable[[list[int]], dict[int, BaseMessage]]:
         def load(seqs: list[int]) -> dict[int, BaseMessage]:
             data = self._storage.threads.data(thread_key, seqs[0], seqs[-1])
             wanted = [s for s in seqs if s in data]
-            return dict(zip(wanted, messages_from_dict([data[s] for s in wanted])))
+            return dict(zip(wanted, read_messages([data[s] for s in wanted])))
 
         return load
+
+
+#: A stored message that no longer reads as its type is returned as one of these, by type.
+_REPAIR_TYPES: dict[str, type[BaseMessage]] = {
+    "human": HumanMessage, "ai": AIMessage, "system": SystemMessage, "tool": ToolMessage,
+    "function": FunctionMessage, "chat": ChatMessage,
+}
+
+
+_REPAIRED: set[Any] = set()
+
+
+def read_messages(data: list[dict[str, Any]]) -> list[BaseMessage]:
+    """Stored messages as LangChain messages; never raises for one that no longer validates.
+
+    Every write checks that its message reads back (:meth:`Turns.serialise`), but a file
+    written by an older version, another tool, or a LangChain whose message classes have
+    changed may hold one that does not: rather than make the whole thread unreadable for
+    good, that message is returned as a message of its type whose content is the stored
+    content as text, with ``additional_kwargs["tiered_memory_repaired"]`` saying why.
+    """
+    try:
+        return messages_from_dict(data)
+    except Exception:  # pydantic's ValidationError and its kin: find the bad one(s)
+        return [_read_one(d) for d in data]
+
+
+def _read_one(stored: dict[str, Any]) -> BaseMessage:
+    try:
+        return messages_from_dict([stored])[0]
+    except Exception as exc:
+        reason = f"stored message could not be read as is: {_brief(exc, 200)}"
+    fields = stored.get("data") if isinstance(stored, dict) else None
+    fields = fields if isinstance(fields, dict) else {}
+    content = fields.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False, default=str)
+    kind = stored.get("type") if isinstance(stored, dict) else None
+    cls = _REPAIR_TYPES.get(kind, HumanMessage) if isinstance(kind, str) else HumanMessage
+    extra: dict[str, Any] = {}
+    if cls is ToolMessage:
+        extra["tool_call_id"] = str(fields.get("tool_call_id") or "")
+    elif cls is ChatMessage:
+        extra["role"] = str(fields.get("role") or "user")
+    elif cls is FunctionMessage:
+        extra["name"] = str(fields.get("name") or "function")
+    msg_id = fields.get("id")
+    if len(_REPAIRED) < 1_000 and msg_id not in _REPAIRED:  # said once per message, not per read
+        _REPAIRED.add(msg_id)
+        logger.warning("a stored message (id %r) could not be read as is; returned as text: %s", msg_id, reason)
+    return cls(
+        content=text, id=msg_id if isinstance(msg_id, str) else None,
+        additional_kwargs={"tiered_memory_repaired": reason}, **extra,
+    )
 
 
 def normalise(messages: Any) -> list[BaseMessage]:

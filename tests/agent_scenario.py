@@ -147,4 +147,4 @@ def check(inputs: Inputs, memory: TieredMemory) -> None:
         assert answered == called
 
     # One extraction job per turn, however many model calls its tool loop took.
-    assert memory.stats()["jobs"] == {"pending": 0, "running": 0, "done": TURNS, "failed": 0}
+    assert memory.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": TURNS, "failed": 0}

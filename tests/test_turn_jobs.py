@@ -92,7 +92,7 @@ def test_normalisable_answers_are_applied(data_dir, answer):
     with TieredMemory(data_dir, inline(), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=10)
-        assert m.stats()["jobs"] == {"pending": 0, "running": 0, "done": 1, "failed": 0}
+        assert m.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": 1, "failed": 0}
 
 
 def test_one_extraction_call_per_turn_and_none_on_before_turn(data_dir):
@@ -207,7 +207,7 @@ KILLED = textwrap.dedent(
     from scripted_model import Hang, ScriptedChatModel, turn_tool_call, entity, memory
     from langchain_tiered_memory import MemoryConfig, TieredMemory
     model = ScriptedChatModel(script=[], default=Hang(600))
-    config = MemoryConfig(job_mode="background", llm_timeout_seconds=900)
+    config = MemoryConfig(job_mode="background", llm_timeout_seconds=900, job_lease_seconds=1800)
     m = TieredMemory(sys.argv[1], config, model=model)
     m.after_turn("u", "t", [HumanMessage("My name is Alice and I live in Paris."), AIMessage("Hello Alice!")])
     print("appended", flush=True)

@@ -21,6 +21,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from ..entries import check_query, check_text
 from ..errors import InvalidInputError
 
 MEMORIES = "memories"
@@ -50,8 +51,8 @@ def check_op(op: Any) -> None:
         return
     if isinstance(op, SearchOp):
         _check_namespace(op.namespace_prefix, "namespace_prefix")
-        if op.query is not None and not isinstance(op.query, str):
-            raise InvalidInputError(f"query must be a str or None, got {type(op.query).__name__}")
+        if op.query is not None:
+            check_query(op.query)
         if op.filter is not None:
             if not isinstance(op.filter, Mapping):
                 raise InvalidInputError(f"filter must be a dict or None, got {type(op.filter).__name__}")
@@ -62,6 +63,7 @@ def check_op(op: Any) -> None:
     _check_namespace(op.namespace, "namespace")
     if not isinstance(op.key, str):
         raise InvalidInputError(f"key must be a str, got {type(op.key).__name__}")
+    check_text(op.key, "key")
     if isinstance(op, GetOp) or op.value is None:
         return
     namespace = tuple(op.namespace)
@@ -93,6 +95,8 @@ def _check_namespace(namespace: Any, what: str) -> None:
             f"write e.g. ({namespace!r},)"
         )
     for label in namespace:
+        if isinstance(label, str):
+            check_text(label, f"a label of {what}")
         if isinstance(label, str) and "\x1f" in label:
             raise InvalidNamespaceError(
                 f"Invalid namespace label {label!r} found in {tuple(namespace)}. Namespace labels "
@@ -129,12 +133,15 @@ def _check_value(value: Any) -> None:
         raise InvalidInputError(
             f"a store value must be a dict, got {type(value).__name__}; wrap it, e.g. {{'value': ...}}"
         )
-    bad_key = _non_str_key(value)
+    try:
+        bad_key = _non_str_key(value)
+    except RecursionError:
+        raise InvalidInputError("a store value is nested too deeply (hundreds of levels); flatten it") from None
     if bad_key is not None:
         raise InvalidInputError(f"store values are JSON: keys must be str, got {bad_key!r}")
     try:
         json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(
             f"a store value must be JSON-serialisable (str, numbers, bools, None, lists, dicts): {exc}"
         ) from None

@@ -4,4 +4,7 @@ handlers (extraction, episodes)."""
 from .handlers import JobHandlers
 from .runner import JobRunner
 
-__all__ = ["JobHandlers", "JobRunner"]
+#: What a job journaled by a memory with a chat model needs of the memory that runs it.
+NEEDS_LLM = "llm"
+
+__all__ = ["NEEDS_LLM", "JobHandlers", "JobRunner"]

@@ -12,8 +12,15 @@ Besides jobs, the worker runs the memory's periodic upkeep (:attr:`JobRunner.upk
 indexing the records that wait for their vector point, finishing journaled forgets, closing
 idle sessions. ``flush`` waits for both.
 
-Two modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
-visible when ``after_turn`` returns), ``background`` in one worker thread per memory.
+Three modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
+visible when ``after_turn`` returns), ``background`` in one worker thread per memory,
+``manual`` only in ``flush`` — creating the runner then writes nothing (no lease of a dead
+worker is released before the first flush), so a memory opened to look changes nothing.
+
+A runner claims only the jobs whose needs its memory provides (``provides``: a memory with
+a chat model provides ``"llm"``); the others wait for a memory that can run them, and
+``flush`` does not wait for them. :meth:`JobRunner.counts` reports them apart, and a job
+leased by a process that no longer runs (or whose lease ran out) as ``stale``.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from ..errors import MemoryClosedError
@@ -48,15 +55,18 @@ class JobRunner:
         storage: Storage,
         handlers: dict[str, Handler],
         *,
-        mode: Literal["inline", "background"],
+        mode: Literal["inline", "background", "manual"],
         max_attempts: int,
         backoff_seconds: float,
         lease_seconds: float,
         periodic: Callable[[], None] | None = None,
         upkeep: Callable[[], int] | None = None,
         backlog: Callable[[], int] | None = None,
+        provides: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self._storage = storage
+        #: What this memory can do for a job's needs (``None``: whatever a job needs).
+        self._provides = provides
         self._periodic = periodic
         #: Work besides jobs, run after each batch of jobs; returns how much it did (and
         #: ``flush`` waits until it does nothing more).
@@ -76,7 +86,9 @@ class JobRunner:
         self._idle = threading.Event()
         self._run_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._release_dead_workers()
+        self._released = False
+        if mode != "manual":
+            self._release_dead_workers()
         if mode == "background":
             self._thread = threading.Thread(
                 target=self._loop, name="tiered-memory-jobs", daemon=True
@@ -87,16 +99,25 @@ class JobRunner:
         """A job was journaled: run it now (inline) or wake the worker (background)."""
         if self.mode == "inline":
             self.run_due()
-        else:
+        elif self.mode == "background":
             self._wake.set()
+
+    def provides(self) -> Sequence[str] | None:
+        """The needs this runner's memory meets (``None``: any)."""
+        return None if self._provides is None else tuple(self._provides())
 
     def run_due(self) -> int:
         """Run every job that is due now; returns how many ran."""
         ran = 0
         # One runner at a time per memory: inline callers in several threads take turns.
         with self._run_lock:
+            if not self._released:
+                self._release_dead_workers()
+            provides = self.provides()
             while not self._stop.is_set():
-                job = self._storage.jobs.claim(self.worker_id, self._lease, max_attempts=self._max_attempts)
+                job = self._storage.jobs.claim(
+                    self.worker_id, self._lease, max_attempts=self._max_attempts, provides=provides
+                )
                 if job is None:
                     break
                 self._run(job)
@@ -133,16 +154,18 @@ class JobRunner:
         done; ``False`` if ``timeout`` ran out first, or the upkeep stopped making progress
         (its failure is logged).
 
-        Jobs waiting for a retry are waited for; failed jobs are not.
+        Jobs waiting for a retry are waited for; failed jobs, and jobs that need what this
+        memory does not provide (another extractor), are not.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         last, since = -1, time.monotonic()
+        provides = self.provides()
         while True:
-            if self.mode == "inline":
-                self.run_due()
-            else:
+            if self.mode == "background":
                 self._wake.set()
-            due = self._storage.jobs.next_due()
+            else:
+                self.run_due()
+            due = self._storage.jobs.next_due(provides)
             now = time.monotonic()
             if due is None:
                 left = self.backlog()
@@ -156,7 +179,7 @@ class JobRunner:
                 due = time.time()
             if deadline is not None and now >= deadline:
                 return False
-            wait = max(0.0, due - time.time()) if self.mode == "inline" else 0.02
+            wait = max(0.0, due - time.time()) if self.mode != "background" else 0.02
             if deadline is not None:
                 wait = min(wait, deadline - now)
             time.sleep(min(max(wait, 0.005), 0.5))
@@ -201,7 +224,7 @@ class JobRunner:
                 logger.exception("job worker error")
             due = None
             try:
-                due = self._storage.jobs.next_due()
+                due = self._storage.jobs.next_due(self.provides())
             except MemoryClosedError:
                 return
             except Exception:  # pragma: no cover
@@ -210,16 +233,33 @@ class JobRunner:
             self._wake.wait(timeout=wait)
             self._wake.clear()
 
+    def counts(self) -> dict[str, int]:
+        """The journal as this memory sees it: ``pending`` (it will run them), ``waiting``
+        (they need what it does not provide — another extractor — or wait behind such a
+        job of their thread), ``running``, ``stale`` (leased by a process that no longer
+        runs, or whose lease ran out: they run again), ``done`` and ``failed``. Reading
+        changes nothing."""
+        out = dict.fromkeys(("pending", "waiting", "running", "stale", "done", "failed"), 0)
+        for status, waiting, worker, expired, n in self._storage.jobs.queue(time.time(), self.provides()):
+            if status == "running":
+                status = "stale" if expired or (worker is not None and dead_worker(worker)) else "running"
+            elif waiting:
+                status = "waiting"
+            out[status] = out.get(status, 0) + n
+        return out
+
     def _release_dead_workers(self) -> None:
         """Jobs leased by a process of this host that no longer runs are due at once."""
-        host = socket.gethostname()
-        dead = []
-        for worker in self._storage.jobs.running_workers():
-            parts = worker.split(":")
-            if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and not _alive(int(parts[1])):
-                dead.append(worker)
+        self._released = True
+        dead = [w for w in self._storage.jobs.running_workers() if dead_worker(w)]
         if dead and self._storage.jobs.release(dead):
             logger.info("resuming jobs of %d stopped worker(s)", len(dead))
+
+
+def dead_worker(worker: str) -> bool:
+    """Whether ``worker`` (``host:pid:nonce``) is a process of this host that no longer runs."""
+    parts = worker.split(":")
+    return len(parts) == 3 and parts[0] == socket.gethostname() and parts[1].isdigit() and not _alive(int(parts[1]))
 
 
 def _alive(pid: int) -> bool:

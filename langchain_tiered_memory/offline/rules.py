@@ -62,7 +62,7 @@ from .patterns import (
     third_person_object,
     with_article,
 )
-from .text import as_statement, split_sentences, to_third_person
+from .text import MAX_OFFLINE_CHARS, as_statement, split_sentences, to_third_person
 
 __all__ = ["IMPORTANCE", "PARTNERS", "extract_rules"]
 
@@ -328,7 +328,7 @@ class _Rules:
 
 
 def _human_texts(messages: Sequence[BaseMessage]) -> list[str]:
-    return [message_text(m) for m in messages if speaker(m) == "user"]
+    return [message_text(m)[:MAX_OFFLINE_CHARS] for m in messages if speaker(m) == "user"]
 
 
 def extract_rules(

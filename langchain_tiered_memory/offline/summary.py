@@ -19,7 +19,7 @@ from ..extraction.arguments import check_tokens
 from ..extraction.schema import EpisodeExtraction
 from ..tokens import TiktokenCounter, TokenCounter
 from .entities import NOT_PROPER, proper_spans
-from .text import split_sentences
+from .text import MAX_OFFLINE_CHARS, split_sentences
 
 __all__ = [
     "EPISODE_SUMMARY_TOKENS",
@@ -106,7 +106,7 @@ def _units(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[_Unit
         label = speaker(message)
         if label not in ("user", "assistant"):
             continue  # system prompts and tool output are not conversation
-        for sentence in split_sentences(message_text(message)):
+        for sentence in split_sentences(message_text(message)[:MAX_OFFLINE_CHARS]):
             raw.append((label, sentence))
     units = []
     for pos, (label, sentence) in enumerate(raw):
@@ -225,7 +225,7 @@ def _topics(messages: Sequence[BaseMessage]) -> list[str]:
     for message in messages:
         if speaker(message) not in ("user", "assistant"):
             continue
-        for sentence in split_sentences(message_text(message)):
+        for sentence in split_sentences(message_text(message)[:MAX_OFFLINE_CHARS]):
             pos += 1
             for span in proper_spans(sentence):
                 if not span.initial or span.words > 1:
@@ -259,7 +259,7 @@ def extractive_episode(
     """The offline episode: salient sentences, decision sentences, the last answer, topics."""
     counter = counter or TiktokenCounter()
     summary = extractive_summary(messages, max_tokens=EPISODE_SUMMARY_TOKENS, counter=counter)
-    texts = [(speaker(m), message_text(m)) for m in messages]
+    texts = [(speaker(m), message_text(m)[:MAX_OFFLINE_CHARS]) for m in messages]
     sentences = [
         (label, s) for label, t in texts if label in ("user", "assistant") for s in split_sentences(t)
     ]

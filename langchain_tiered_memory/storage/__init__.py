@@ -82,9 +82,11 @@ class Storage:
     Args:
         db: the database (:class:`SQLiteDatabase` for a directory).
         decay: ``MemoryConfig.decay``; the memories' eviction order is kept with it.
+        rekeep: recompute that order when it was kept with another decay (``False`` for a
+            memory that only looks).
     """
 
-    def __init__(self, db: Database, *, decay: float = 0.95) -> None:
+    def __init__(self, db: Database, *, decay: float = 0.95, rekeep: bool = True) -> None:
         self.db = db
         self.threads = Threads(db)
         self.summaries = Summaries(db)
@@ -98,15 +100,16 @@ class Storage:
         self.forgetting = Forgetting(db)
         self.results = Results(db, decay)
         self.portability = Portability(db, decay)
-        if self.memories.keep_decay() != decay:
+        # ``rekeep=False``: a memory that only looks leaves the eviction order as stored.
+        if rekeep and self.memories.keep_decay() != decay:
             self.memories.rekeep_all()
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike[str], *, decay: float = 0.95) -> Storage:
+    def open(cls, data_dir: str | os.PathLike[str], *, decay: float = 0.95, rekeep: bool = True) -> Storage:
         """The SQLite store in ``data_dir`` (``memory.db``, created if missing)."""
         db = SQLiteDatabase(data_dir)
         try:
-            return cls(db, decay=decay)
+            return cls(db, decay=decay, rekeep=rekeep)
         except BaseException:
             db.close()
             raise

@@ -22,7 +22,9 @@ from .store_items import delete_user_items
 from .threads import ownership_error
 
 
-def _journal(tx: Tx, scope: dict[str, Any], point_ids: Sequence[str], now: str) -> int | None:
+def journal_points(tx: Tx, scope: dict[str, Any], point_ids: Sequence[str], now: str) -> int | None:
+    """Journal, in ``tx``, index points to delete once the rows they were built from are
+    gone (``scope`` says why); ``None`` when there is nothing to journal."""
     if not point_ids and "user" not in scope:
         return None
     return tx.insert(
@@ -98,7 +100,7 @@ class Forgetting:
                 for entity_id in tx.column("SELECT id FROM entities WHERE user_id = ?", (owner,)):
                     refresh_search_text(tx, entity_id)
             counts["checkpoints"] = delete_checkpoints(tx, [thread_id])
-            op = _journal(tx, {"thread": thread_id}, points, now)
+            op = journal_points(tx, {"thread": thread_id}, points, now)
         return counts, op
 
     def user(self, user_id: str, now: str) -> tuple[dict[str, int], int | None]:
@@ -132,7 +134,7 @@ class Forgetting:
             counts["threads"] = tx.rowcount("DELETE FROM threads WHERE user_id = ?", (user_id,))
             counts["checkpoints"] = delete_checkpoints(tx, threads)
             # The user's points go by their tenant key: the ids are not needed.
-            op = _journal(tx, {"user": user_id}, [], now)
+            op = journal_points(tx, {"user": user_id}, [], now)
         return counts, op
 
     def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[int, int | None]:
@@ -145,7 +147,7 @@ class Forgetting:
                     (user_id, *chunk),
                 )
             n = delete_memories(tx, mine)
-            op = _journal(tx, {"memories": len(mine)}, mine, now)
+            op = journal_points(tx, {"memories": len(mine)}, mine, now)
         return n, op
 
     def entity(self, user_id: str, name_key: str) -> int:

@@ -4,6 +4,12 @@ A job is written in the same transaction as the records it concerns. A worker cl
 a lease (several workers in several processes share the journal: the lease, not a lock in
 memory, keeps them apart), and an attempt is counted when it is claimed — so a job whose
 processing kills its process still runs out of attempts and ends failed.
+
+A job records what it needs of the memory that runs it (``needs``: ``"llm"`` when journaled
+by a memory with a chat model, ``NULL`` for anything); a claim names what its memory
+provides and skips the jobs it cannot meet, and the jobs queued behind one of those on the
+same thread (an extraction covers every message not yet extracted, so running a later one
+would do the earlier one's work too).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from .rows import JobRow
 
 JOB_COLUMNS = (
     "id, key, kind, user_id, thread_key, payload, result, status, attempts, next_run_at, "
-    "lease_until, leased_by, last_error, created_at, updated_at"
+    "lease_until, leased_by, last_error, created_at, updated_at, needs"
 )
 
 
@@ -30,20 +36,44 @@ def iso_epoch(epoch: float) -> str:
 
 
 def enqueue(
-    tx: Tx, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str
+    tx: Tx,
+    kind: str,
+    user_id: str,
+    thread_key: int | None,
+    payload: dict[str, Any],
+    now: str,
+    needs: str | None = None,
 ) -> bool:
-    """Journal a job in ``tx``; ``False`` when the same job (same key) exists already."""
+    """Journal a job in ``tx``; ``False`` when the same job (same key) exists already.
+
+    ``needs`` is what the memory running it must provide (see the module doc)."""
     # The key makes a job idempotent: the same work journaled twice is one row.
     key = f"{kind}:{thread_key}:{json.dumps(payload, sort_keys=True)}"
     return (
         tx.rowcount(
             "INSERT INTO jobs (key, kind, user_id, thread_key, payload, status, attempts, "
-            "next_run_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) "
-            "ON CONFLICT(key) DO NOTHING",
-            (key, kind, user_id, thread_key, json.dumps(payload), time.time(), now, now),
+            "next_run_at, created_at, updated_at, needs) "
+            "VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+            (key, kind, user_id, thread_key, json.dumps(payload), time.time(), now, now, needs),
         )
         == 1
     )
+
+
+def _runnable(tx: Tx, provides: Sequence[str] | None) -> tuple[str, tuple[Any, ...]]:
+    """The condition (over ``jobs``) of a job that a memory providing ``provides`` may run:
+    its needs are met, and no unfinished job before it on its thread needs what is not.
+    ``None`` provides everything."""
+    if provides is None:
+        return "1 = 1", ()
+    met = f"jobs.needs IN {tx.in_list(provides)}" if provides else "0 = 1"
+    unmet = f"b.needs NOT IN {tx.in_list(provides)}" if provides else "1 = 1"
+    sql = (
+        f"(jobs.needs IS NULL OR {met}) AND NOT EXISTS (SELECT 1 FROM jobs b "
+        "WHERE b.needs IS NOT NULL AND b.status IN ('pending', 'running') "
+        f"AND b.thread_key = jobs.thread_key AND b.id < jobs.id AND {unmet})"
+    )
+    return sql, (*provides, *provides)
 
 
 def holds_lease(tx: Tx, job_id: int, worker: str) -> bool:
@@ -70,10 +100,13 @@ class Jobs:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def enqueue(self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str) -> bool:
+    def enqueue(
+        self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str,
+        needs: str | None = None,
+    ) -> bool:
         """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
         with self.db.write() as tx:
-            return enqueue(tx, kind, user_id, thread_key, payload, now)
+            return enqueue(tx, kind, user_id, thread_key, payload, now, needs)
 
     def claim(
         self,
@@ -82,21 +115,24 @@ class Jobs:
         *,
         max_attempts: int,
         kinds: Sequence[str] | None = None,
+        provides: Sequence[str] | None = None,
     ) -> JobRow | None:
         """Lease the oldest due job (pending, or running under an expired lease) to ``worker``.
 
         A due job that already used ``max_attempts`` claims — its earlier runs never came
-        back, so each killed its process — is marked failed instead of run again.
+        back, so each killed its process — is marked failed instead of run again. With
+        ``provides``, only jobs whose needs it meets are claimed (see the module doc).
         """
         now = time.time()
         kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         with self.db.write() as tx:
+            needs_sql, needs_args = _runnable(tx, provides)
             while True:
                 row = tx.one(
                     f"SELECT {JOB_COLUMNS} FROM jobs WHERE "
                     "((status = 'pending' AND next_run_at <= ?) OR (status = 'running' AND lease_until < ?))"
-                    f"{kind_sql} ORDER BY id LIMIT 1{tx.dialect.skip_locked}",
-                    (now, now, *(kinds or ())),
+                    f"{kind_sql} AND {needs_sql} ORDER BY id LIMIT 1{tx.dialect.skip_locked}",
+                    (now, now, *(kinds or ()), *needs_args),
                 )
                 if row is None:
                     return None
@@ -172,6 +208,23 @@ class Jobs:
         with self.db.read() as tx:
             return {status: n for status, n in tx.all("SELECT status, COUNT(*) FROM jobs GROUP BY status")}
 
+    def queue(
+        self, now: float, provides: Sequence[str] | None = None
+    ) -> list[tuple[str, bool, str | None, bool, int]]:
+        """The journal grouped for a report: ``(status, waiting, worker, lease expired,
+        count)``. ``waiting``: a pending job a memory that ``provides`` may not run (see
+        :meth:`claim`); the worker (and expiry) only of running jobs."""
+        with self.db.read() as tx:
+            runnable, args = _runnable(tx, provides)
+            rows = tx.all(
+                f"SELECT status, CASE WHEN status = 'pending' AND NOT ({runnable}) THEN 1 ELSE 0 END, "
+                "CASE WHEN status = 'running' THEN leased_by END, "
+                "CASE WHEN status = 'running' AND lease_until < ? THEN 1 ELSE 0 END, COUNT(*) "
+                "FROM jobs GROUP BY 1, 2, 3, 4",
+                (*args, now),
+            )
+        return [(s, bool(w), k, bool(e), int(c)) for s, w, k, e, c in rows]
+
     def rows(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
         """Journal rows, newest first, optionally of one status."""
         with self.db.read() as tx:
@@ -181,11 +234,14 @@ class Jobs:
             )
         return [JobRow(*r) for r in rows]
 
-    def next_due(self) -> float | None:
+    def next_due(self, provides: Sequence[str] | None = None) -> float | None:
         """When the next job is due (epoch seconds): a pending one's run time or a running
-        one's lease end; ``None`` when none is pending or running."""
+        one's lease end; ``None`` when none is pending or running (of those a memory that
+        ``provides`` may run, if given)."""
         with self.db.read() as tx:
+            needs_sql, needs_args = _runnable(tx, provides)
             return tx.scalar(
                 "SELECT MIN(CASE status WHEN 'pending' THEN next_run_at ELSE lease_until END) "
-                "FROM jobs WHERE status IN ('pending', 'running')"
+                f"FROM jobs WHERE status IN ('pending', 'running') AND {needs_sql}",
+                needs_args,
             )

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from .database import Database, Tx, chunks
+from .forgetting import journal_points
 from .marks import Indexed
 from .rows import MemoryRow
 
@@ -135,9 +136,11 @@ class Memories(Indexed):
             if "importance" in changes:
                 self._rekeep(tx, [memory_id])
 
-    def merge(self, target: MemoryRow, new: MemoryRow, now: str) -> None:
+    def merge(self, target: MemoryRow, new: MemoryRow, now: str) -> int | None:
         """Fold ``new`` (a near-duplicate just written) into ``target``: the newer wording, the
-        higher importance, the merged metadata, ``new``'s id (and its aliases) as aliases."""
+        higher importance, the merged metadata, ``new``'s id (and its aliases) as aliases.
+        The deletion of ``new``'s point is journaled (``forget_ops``) in the same transaction;
+        returns the op, for the caller to finish once the point is gone."""
         metadata = {**target.metadata, **new.metadata}
         sources = list(dict.fromkeys([*target.source_messages, *new.source_messages]))
         with self.db.write() as tx:
@@ -152,8 +155,12 @@ class Memories(Indexed):
             aliases = [new.id, *tx.column("SELECT alias FROM memory_aliases WHERE memory_id = ?", (new.id,))]
             add_aliases(tx, target.user_id, target.id, aliases, now)
             tx.execute("DELETE FROM memories WHERE id = ?", (new.id,))
+            # Its point was just written: journaled with the delete, so a crash before the
+            # index drops it cannot leave a point without a record.
+            op = journal_points(tx, {"merged_into": target.id}, [new.id], now)
             tx.execute("UPDATE store_items SET memory_id = ? WHERE memory_id = ?", (target.id, new.id))
             self._rekeep(tx, [target.id])
+        return op
 
     def record_access(self, ids: Sequence[str], now: str, boost: float) -> None:
         """Count ``ids`` as recalled now: last access, count + 1, boost + ``boost`` (capped so

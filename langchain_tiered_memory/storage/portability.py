@@ -201,6 +201,6 @@ def _export(tx: Tx, user_id: str) -> dict[str, list[dict[str, Any]]]:
             "expires_at, memory_id FROM store_items WHERE expires_at IS NULL OR expires_at > ? ORDER BY id",
             (time.time(),),
         )
-        if user_id in json.loads(ns)[:2]
+        if names_user(ns, user_id)
     ]
     return out

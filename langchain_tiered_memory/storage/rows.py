@@ -143,6 +143,8 @@ class JobRow:
     last_error: str | None
     created_at: str
     updated_at: str
+    #: What the job needs of the memory that runs it (``"llm"``), ``None``: nothing.
+    needs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,18 @@ def ns_path(namespace: Sequence[str]) -> str:
     return "".join(f"{label}\x1f" for label in namespace)
 
 
-def names_user(namespace_json: str, user_id: str) -> bool:
-    """Whether a namespace belongs to the user: the user first, or second (after a kind such
-    as ``"memories"`` or ``"profiles"``)."""
-    return user_id in json.loads(namespace_json)[:2]
+#: The first label of the store's long-term memory namespaces: ``("memories", user_id, ...)``.
+MEMORY_NAMESPACE = "memories"
+
+
+def names_user(namespace: str | Sequence[str], user_id: str) -> bool:
+    """Whether a namespace (a sequence, or its JSON) belongs to the user: the user first, or
+    second (after a kind such as ``"memories"`` or ``"profiles"``). A memory namespace
+    belongs to its second label only: a user named ``"memories"`` owns no other user's."""
+    labels = json.loads(namespace) if isinstance(namespace, str) else list(namespace)
+    if labels[:1] == [MEMORY_NAMESPACE]:
+        return labels[1:2] == [user_id]
+    return user_id in labels[:2]
 
 
 def store_row(r: Sequence[Any]) -> StoreRow:

@@ -90,6 +90,7 @@ class Threads:
         now: str,
         job_kind: str | None = None,
         job_payload: dict[str, Any] | None = None,
+        job_needs: str | None = None,
     ) -> AppendResult:
         """Append ``messages`` to the thread in one transaction, creating it if needed.
 
@@ -97,7 +98,8 @@ class Threads:
         noticed and the counts redone. With ``job_kind``, a job covering the thread up to
         its newest message is journaled in the same transaction, so no stored turn can miss
         its processing, whatever crashes after. A message whose ``message_id`` the thread
-        already holds is skipped, so repeating an append stores nothing twice.
+        already holds is skipped, so repeating an append stores nothing twice. ``job_needs``
+        is what the job needs of the memory that runs it (``storage/jobs.py``).
         """
         with self.db.write() as tx:
             row = tx.one(f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?", (thread_id,))
@@ -136,7 +138,10 @@ class Threads:
             )
             add_units(tx, user_id, thread.key, [(r[2], r[4], r[9], speaker_of(r[4], r[6])) for r in rows])
             if job_kind is not None and stored:
-                enqueue(tx, job_kind, user_id, thread.key, {"through_seq": seq - 1, **(job_payload or {})}, now)
+                enqueue(
+                    tx, job_kind, user_id, thread.key, {"through_seq": seq - 1, **(job_payload or {})}, now,
+                    job_needs,
+                )
         updated = dataclasses.replace(thread, updated_at=now, next_seq=seq)
         return AppendResult(updated, stored, duplicates)
 
