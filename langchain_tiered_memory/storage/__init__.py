@@ -1,7 +1,7 @@
 """The relational store: the one owner of every record, and the only package that speaks SQL.
 
 :class:`Storage` is one :class:`~.database.Database` (SQLite in a data directory by
-default) and a repository per table family — ``threads`` (and their messages),
+default, PostgreSQL by URL) and a repository per table family — ``threads`` (and their messages),
 ``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``store_items``,
 ``checkpoints`` — plus the operations that span families: ``results`` (a job's output,
 committed with the job), ``forgetting`` (journaled deletes) and ``portability`` (a user's
@@ -40,6 +40,7 @@ from .rows import (
     ThreadRow,
     Unit,
 )
+from .postgres import PostgresDatabase
 from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
 from .schema import MIGRATIONS
 from .store_items import StoreItems, ns_path
@@ -62,6 +63,7 @@ __all__ = [
     "JobRow",
     "MemoryRow",
     "NewMessage",
+    "PostgresDatabase",
     "SQLiteDatabase",
     "Storage",
     "StoreRow",
@@ -108,6 +110,24 @@ class Storage:
             db.close()
             raise
 
+    @classmethod
+    def open_url(
+        cls, url: str, *, decay: float = 0.95, pool_min: int = 1, pool_max: int = 10, **kwargs: Any
+    ) -> Storage:
+        """The PostgreSQL store at ``url`` (the schema is created or migrated if needed);
+        ``kwargs`` go to :class:`PostgresDatabase`."""
+        db = PostgresDatabase(url, pool_min=pool_min, pool_max=pool_max, **kwargs)
+        try:
+            return cls(db, decay=decay)
+        except BaseException:
+            db.close()
+            raise
+
+    @property
+    def dialect(self) -> Dialect:
+        """Which database this is (``dialect.name``: ``"sqlite"`` or ``"postgresql"``)."""
+        return self.db.dialect
+
     @property
     def location(self) -> str:
         """Where the data lives (the file, or the server without its password)."""
@@ -144,7 +164,7 @@ class Storage:
         with self.db.read() as tx:
             out = {
                 "users": int(tx.scalar(
-                    "SELECT COUNT(*) FROM (SELECT user_id FROM threads UNION SELECT user_id FROM memories)"
+                    "SELECT COUNT(*) FROM (SELECT user_id FROM threads UNION SELECT user_id FROM memories) AS u"
                 )),
                 "threads": int(tx.scalar("SELECT COUNT(*) FROM threads")),
                 "messages": int(tx.scalar("SELECT COUNT(*) FROM messages")),

@@ -3,17 +3,30 @@
 The table-family modules write their SQL once, with ``?`` placeholders, against :class:`Tx`;
 a :class:`Database` hands out read and write transactions on SQLite or PostgreSQL and says,
 through its :class:`Dialect`, the few spellings that differ (``MAX(a, b)`` against
-``GREATEST(a, b)``, a claim's ``FOR UPDATE SKIP LOCKED``).
+``GREATEST(a, b)``, a claim's ``FOR UPDATE SKIP LOCKED``, how tables are listed, entity
+full-text search).
+
+Concurrency: SQLite has one writer at a time (``BEGIN IMMEDIATE``), so a write transaction
+may read, decide and write. PostgreSQL runs writers side by side (READ COMMITTED), so the
+repositories say what must not interleave: :meth:`Tx.serialize` on a user (every write of a
+user's records takes it first, so a forget cannot miss a row written beside it), and
+``FOR UPDATE`` on the rows a decision reads. On SQLite both are no-ops.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .text_search import FTS5, TSVECTOR
+
+if TYPE_CHECKING:
+    from .text_search import TextSearch
 
 
 @dataclass(frozen=True)
@@ -28,10 +41,37 @@ class Dialect:
     skip_locked: str
     #: Positional placeholder.
     placeholder: str
+    #: Appended to a ``SELECT`` whose rows the transaction goes on to change on the strength
+    #: of what it read (a lease check): other writers wait instead of interleaving.
+    for_update: str
+    #: A statement taking a transaction-scoped lock on a 64-bit key (``""``: writes are
+    #: serialised already).
+    advisory_lock: str
+    #: A query of the names of the tables in the database (its current schema).
+    tables: str
+    #: A statement keeping other writers off a table until the transaction ends, for the
+    #: rare write that must see every row (``{}`` is the table; ``""``: one writer anyway).
+    lock_table: str
+    #: Entity full-text search.
+    text_search: TextSearch
 
 
-SQLITE = Dialect("sqlite", "MAX", "MIN", "", "?")
-POSTGRESQL = Dialect("postgresql", "GREATEST", "LEAST", " FOR UPDATE SKIP LOCKED", "%s")
+SQLITE = Dialect(
+    "sqlite", "MAX", "MIN", "", "?", "", "",
+    "SELECT name FROM sqlite_master WHERE type = 'table'", "", FTS5,
+)
+POSTGRESQL = Dialect(
+    "postgresql", "GREATEST", "LEAST", " FOR UPDATE SKIP LOCKED", "%s", " FOR UPDATE",
+    "SELECT pg_advisory_xact_lock(?)",
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    "LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE", TSVECTOR,
+)
+
+
+def lock_key(name: str) -> int:
+    """A signed 64-bit key for ``name`` (an advisory lock's key; a collision only makes two
+    users wait for each other)."""
+    return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True)
 
 # Placeholders outside quoted literals; our statements quote no question marks, but a
 # literal containing one must survive the translation.
@@ -97,6 +137,24 @@ class Tx:
     def in_list(self, values: Sequence[Any]) -> str:
         """``(?, ?, …)`` for an ``IN`` over ``values`` (at least one)."""
         return "(" + ",".join("?" * len(values)) + ")"
+
+    def serialize(self, *users: str) -> None:
+        """Make this write wait for, and hold off, every other write of these users until it
+        ends. Call it first in a transaction that writes a user's records: on PostgreSQL a
+        transaction-scoped advisory lock per user (in one order, so two never deadlock); on
+        SQLite nothing, its one write lock already does it."""
+        if self.dialect.advisory_lock:
+            for key in sorted({lock_key("user:" + u) for u in users}):
+                self.execute(self.dialect.advisory_lock, (key,))
+
+    def lock_table(self, table: str) -> None:
+        """Hold off other writers of ``table`` (not its readers) until this transaction ends."""
+        if self.dialect.lock_table:
+            self.execute(self.dialect.lock_table.format(table))
+
+    def tables(self) -> set[str]:
+        """The names of the tables in the database."""
+        return set(self.column(self.dialect.tables))
 
 
 class Database(abc.ABC):
