@@ -253,12 +253,16 @@ class PostgresDatabase(Database):
         code = getattr(exc, "sqlstate", None) or ""
         text = self._scrub(" ".join(str(exc).split()))
         where = self.location
-        if code in _AUTH or "password authentication failed" in text or "no password supplied" in text:
+        # A refused connection carries no SQLSTATE: the server's words tell what happened.
+        missing = "does not exist" in text
+        if code in _AUTH or "authentication failed" in text or "no password supplied" in text or (
+            missing and 'role "' in text
+        ):
             return StorageError(
                 f"cannot {doing} {where}: the server refused the login ({text}); check the user "
                 "and password in database_url"
             )
-        if code == _NO_DATABASE or ("database" in text and "does not exist" in text):
+        if code == _NO_DATABASE or (missing and 'database "' in text):
             return StorageError(
                 f"cannot {doing} {where}: the database does not exist ({text}); create it "
                 "(createdb, or CREATE DATABASE) or fix the name in database_url"
