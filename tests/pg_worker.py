@@ -31,9 +31,13 @@ from langchain_tiered_memory.embeddings import HashingEmbeddings  # noqa: E402
 
 
 def open_memory(url: str, model: object = None, **config: object) -> TieredMemory:
-    """A memory on the shared database with a background job worker."""
+    """A memory on the shared database with a background job worker.
+
+    Near-duplicate merging is left to identical texts (``merge_threshold=1.0``), and the
+    turns say different things: a merge asks the vector index, and each process here has an
+    index of its own, which a shared Qdrant server would not."""
     return TieredMemory(
-        config=MemoryConfig(job_mode="background", job_backoff_seconds=0.0, **config),  # type: ignore[arg-type]
+        config=MemoryConfig(job_mode="background", job_backoff_seconds=0.0, merge_threshold=1.0, **config),  # type: ignore[arg-type]
         model=model, embeddings=HashingEmbeddings(), database_url=url,  # type: ignore[arg-type]
         qdrant_client=QdrantClient(":memory:"), pool_max=8,
     )
@@ -76,7 +80,7 @@ def main() -> None:
                 user, thread = ("shared", f"shared-{n % 4 // 2}") if shared else (f"user{p}", f"p{p}-t{t}")
                 ids = [f"p{p}-t{t}-n{n}-h", f"p{p}-t{t}-n{n}-a"]
                 memory.after_turn(user, thread, [
-                    HumanMessage(f"I live in Lisbon and I like tea number {n}.", id=ids[0]),
+                    HumanMessage(f"I like tea number {p}{t}{n} from Lisbon.", id=ids[0]),
                     AIMessage(f"Noted, turn {n}.", id=ids[1]),
                 ])
                 appended[t] += ids
