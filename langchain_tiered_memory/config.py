@@ -87,11 +87,13 @@ class MemoryConfig(BaseModel):
     )
     memories_k: int = Field(5, ge=0, description="Long-term memories recalled per turn.")
     episodes_k: int = Field(3, ge=0, description="Past episodes recalled per turn.")
-    job_mode: Literal["inline", "background"] = Field(
+    job_mode: Literal["inline", "background", "external"] = Field(
         "background",
         description=(
-            "How extraction and summary jobs run: in a worker thread (agents), or inside "
-            "after_turn (tests, notebooks). Either way they are journaled first."
+            "How extraction and summary jobs run: in a worker thread (agents), inside "
+            "after_turn (tests, notebooks), or by other processes sharing the database "
+            "('external': this one only journals them, and leaves the indexing to them too). "
+            "Either way they are journaled first."
         ),
     )
     job_max_attempts: int = Field(5, ge=1, description="Attempts before a job is marked failed.")

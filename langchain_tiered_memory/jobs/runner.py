@@ -12,8 +12,10 @@ Besides jobs, the worker runs the memory's periodic upkeep (:attr:`JobRunner.upk
 indexing the records that wait for their vector point, finishing journaled forgets, closing
 idle sessions. ``flush`` waits for both.
 
-Two modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
-visible when ``after_turn`` returns), ``background`` in one worker thread per memory.
+Three modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
+visible when ``after_turn`` returns), ``background`` in one worker thread per memory, and
+``external`` not at all: other processes on the same database run them (app processes
+that only serve turns beside dedicated workers; ``flush`` waits for those workers).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class JobRunner:
         storage: Storage,
         handlers: dict[str, Handler],
         *,
-        mode: Literal["inline", "background"],
+        mode: Literal["inline", "background", "external"],
         max_attempts: int,
         backoff_seconds: float,
         lease_seconds: float,
@@ -131,7 +133,7 @@ class JobRunner:
             due = self._storage.jobs.next_due()
             now = time.monotonic()
             if due is None:
-                left = self.backlog()
+                left = 0 if self.mode == "external" else self.backlog()
                 if left == 0:
                     return True
                 if left != last:

@@ -96,3 +96,15 @@ class Checkpoints:
                 (thread_id,),
             )
         return {v for v in values if isinstance(v, str)}
+
+    def counts(self) -> dict[str, int]:
+        """Checkpoints and pending writes, as the checkpointer stores them (0 before it ran)."""
+        with self.db.read() as tx:
+            layout = _layout(tx)
+            if layout is None:
+                return {"checkpoints": 0, "checkpoint_writes": 0}
+            writes = layout.others[0]
+            return {
+                "checkpoints": int(tx.scalar(f"SELECT COUNT(*) FROM {layout.checkpoints}")),
+                "checkpoint_writes": int(tx.scalar(f"SELECT COUNT(*) FROM {writes}")) if writes in tx.tables() else 0,
+            }

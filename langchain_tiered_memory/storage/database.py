@@ -52,19 +52,25 @@ class Dialect:
     #: A statement keeping other writers off a table until the transaction ends, for the
     #: rare write that must see every row (``{}`` is the table; ``""``: one writer anyway).
     lock_table: str
+    #: After rows were inserted with their own ``id``: move the table's id counter past
+    #: them (``{0}`` is the table; ``""``: the counter follows by itself).
+    sync_identity: str
     #: Entity full-text search.
     text_search: TextSearch
 
 
 SQLITE = Dialect(
-    "sqlite", "MAX", "MIN", "", "?", "", "",
-    "SELECT name FROM sqlite_master WHERE type = 'table'", "", FTS5,
+    name="sqlite", greatest="MAX", least="MIN", skip_locked="", placeholder="?", for_update="",
+    advisory_lock="", tables="SELECT name FROM sqlite_master WHERE type = 'table'", lock_table="",
+    sync_identity="", text_search=FTS5,
 )
 POSTGRESQL = Dialect(
-    "postgresql", "GREATEST", "LEAST", " FOR UPDATE SKIP LOCKED", "%s", " FOR UPDATE",
-    "SELECT pg_advisory_xact_lock(?)",
-    "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
-    "LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE", TSVECTOR,
+    name="postgresql", greatest="GREATEST", least="LEAST", skip_locked=" FOR UPDATE SKIP LOCKED",
+    placeholder="%s", for_update=" FOR UPDATE", advisory_lock="SELECT pg_advisory_xact_lock(?)",
+    tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    lock_table="LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
+    sync_identity="SELECT setval(pg_get_serial_sequence('{0}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {0}",
+    text_search=TSVECTOR,
 )
 
 
@@ -97,15 +103,15 @@ class Tx:
         """Run one statement; returns the driver's cursor."""
         return self.conn.execute(self._sql(sql), tuple(args))
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run one statement for each row of arguments."""
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Run one statement for each row of arguments; how many rows they touched."""
         if not rows:
-            return
+            return 0
         if hasattr(self.conn, "executemany"):
-            self.conn.executemany(self._sql(sql), [tuple(r) for r in rows])
-        else:
-            with self.conn.cursor() as cur:
-                cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+            return int(self.conn.executemany(self._sql(sql), [tuple(r) for r in rows]).rowcount)
+        with self.conn.cursor() as cur:
+            cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+            return int(cur.rowcount)
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         """The first row of a query, or ``None``."""
@@ -151,6 +157,11 @@ class Tx:
         """Hold off other writers of ``table`` (not its readers) until this transaction ends."""
         if self.dialect.lock_table:
             self.execute(self.dialect.lock_table.format(table))
+
+    def sync_identity(self, table: str) -> None:
+        """Move ``table``'s id counter past the ids inserted explicitly (a copy)."""
+        if self.dialect.sync_identity:
+            self.execute(self.dialect.sync_identity.format(table))
 
     def tables(self) -> set[str]:
         """The names of the tables in the database."""
