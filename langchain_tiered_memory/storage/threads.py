@@ -98,10 +98,11 @@ class Threads:
         its processing, whatever crashes after. A message whose ``message_id`` the thread
         already holds is skipped, so repeating an append stores nothing twice.
         """
-        select = f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?{{}}"
         with self.db.write() as tx:
             tx.serialize(user_id)
-            row = tx.one(select.format(""), (thread_id,))
+            # Locked, so two appends to the thread take turns for its next seq.
+            select = f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?{tx.dialect.for_update}"
+            row = tx.one(select, (thread_id,))
             if row is None:
                 # Another user may be creating the same thread id at this moment: the
                 # conflict leaves theirs, and the ownership check below refuses this one.
@@ -111,9 +112,8 @@ class Threads:
                     "ON CONFLICT(thread_id) DO NOTHING",
                     (thread_id, user_id, now, now),
                 )
-            # Locked, so two appends to the thread take turns for its next seq.
-            row = tx.one(select.format(tx.dialect.for_update), (thread_id,))
-            assert row is not None
+                row = tx.one(select, (thread_id,))
+                assert row is not None
             thread = ThreadRow(*row)
             if thread.user_id != user_id:
                 raise ownership_error(thread_id)
