@@ -1,8 +1,9 @@
 """``tiered-memory``: the command line over one memory directory (``--data-dir``, default ``./memory``).
 
 Commands: ``demo``, ``chat``, ``inspect``, ``search``, ``entities``, ``episodes``, ``threads``,
-``forget``, ``export``, ``import``, ``stats``, ``reindex`` and ``migrate``. Each is a thin adapter over
-one :class:`~langchain_tiered_memory.TieredMemory` call. Errors are one readable line on
+``forget``, ``export``, ``import``, ``stats``, ``reindex`` and ``migrate`` (to PostgreSQL and a
+Qdrant server). Each is a thin adapter over one :class:`~langchain_tiered_memory.TieredMemory`
+call (``migrate``: over :func:`langchain_tiered_memory.migrate.migrate`). Errors are one readable line on
 stderr and exit code 1 (2 for bad arguments, 130 for Ctrl-C), never a traceback; ``--json``
 prints machine-readable output where a command has results.
 """

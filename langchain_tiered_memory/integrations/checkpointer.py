@@ -163,6 +163,7 @@ class TieredCheckpointSaver(ThreadedAsync, SqliteSaver):
         finally:
             self.lock.release()
 
+
 class _AsyncState:
     """Connection state a saver shares with its ``with_allowlist`` clones (shallow copies)."""
 

@@ -77,7 +77,9 @@ POSTGRESQL = Dialect(
 def lock_key(name: str) -> int:
     """A signed 64-bit key for ``name`` (an advisory lock's key; a collision only makes two
     users wait for each other)."""
-    return int.from_bytes(hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big", signed=True)
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
 
 # Placeholders outside quoted literals; our statements quote no question marks, but a
 # literal containing one must survive the translation.

@@ -77,6 +77,7 @@ class Jobs:
     def enqueue(self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str) -> bool:
         """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
         with self.db.write() as tx:
+            tx.serialize(user_id)
             return enqueue(tx, kind, user_id, thread_key, payload, now)
 
     def claim(
