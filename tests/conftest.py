@@ -45,10 +45,10 @@ def pg():
 
 @pytest.fixture
 def pg_url(pg):
-    """A fresh database with the memory's schema; dropped after the test."""
+    """An empty database with the memory's schema; emptied for the next test after this one."""
     url = pg.new_database()
     yield url
-    pg.drop_database(url)
+    pg.recycle(url)
 
 
 @pytest.fixture(params=BACKENDS)
