@@ -10,7 +10,7 @@ import pytest
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 
 sys.path.insert(0, str(Path(__file__).parent))
-import pg_server  # noqa: E402
+import pg_server
 
 #: The relational backends the behavioural tests run on.
 BACKENDS = ["sqlite", "postgresql"]

@@ -23,11 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 os.environ.pop("OPENAI_API_KEY", None)  # the offline extractor: deterministic, no network
 
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from qdrant_client import QdrantClient  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage
+from qdrant_client import QdrantClient
 
-from langchain_tiered_memory import MemoryConfig, TieredMemory  # noqa: E402
-from langchain_tiered_memory.embeddings import HashingEmbeddings  # noqa: E402
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
 
 
 def open_memory(url: str, model: object = None, **config: object) -> TieredMemory:

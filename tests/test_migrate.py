@@ -12,7 +12,8 @@ from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.cli import main
 from langchain_tiered_memory.embeddings import HashingEmbeddings
 
-from test_checkpointer import _cfg, _graph, _say  # noqa: E402 (tests/ is on the path)
+# tests/ is on the path (conftest.py): the graph helpers of the checkpointer tests.
+from test_checkpointer import _cfg, _graph, _say  # isort: skip
 
 USERS = ("alice", "bob")
 

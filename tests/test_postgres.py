@@ -28,7 +28,7 @@ from langchain_tiered_memory.storage import MIGRATIONS, PostgresDatabase
 from langchain_tiered_memory.storage.schema_postgres import MIGRATIONS as PG_MIGRATIONS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scripted_model import Hang, ScriptedChatModel, entity, memory, turn_tool_call  # noqa: E402
+from scripted_model import ScriptedChatModel, entity, memory, turn_tool_call
 
 HERE = Path(__file__).parent
 INLINE = MemoryConfig(job_mode="inline", job_backoff_seconds=0.0)
@@ -257,8 +257,8 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_the_job_on
             proc.wait(timeout=30)
             killed_at = time.time()
             assert other.flush(timeout=30)
-            [(status, attempts, leased_by, updated)] = _sql(
-                pg_url, "SELECT status, attempts, leased_by, updated_at FROM jobs"
+            [(status, attempts, leased_by)] = _sql(
+                pg_url, "SELECT status, attempts, leased_by FROM jobs"
             )
             assert (status, attempts) == ("done", 2)
             assert leased_by == other._jobs.worker_id != killed_worker

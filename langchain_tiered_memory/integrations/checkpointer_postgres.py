@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver, SerializerProtocol
@@ -67,7 +67,7 @@ class PostgresTieredCheckpointSaver(ThreadedAsync, PostgresSaver):
 
     def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
         self._db = _database(memory)
-        super().__init__(self._db.saver_pool(), serde=serde)
+        super().__init__(self._db.saver_pool(), serde=serde)  # type: ignore[arg-type]  # dict rows
         # An Event, not a bool: ``with_allowlist`` clones share it with the original.
         self._closed = threading.Event()
         self.setup()
@@ -123,8 +123,8 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
 
     # AsyncPostgresSaver reads these as attributes; here they live in the shared state.
 
-    @property  # type: ignore[override]
-    def conn(self) -> AsyncConnectionPool:
+    @property
+    def conn(self) -> AsyncConnectionPool:  # type: ignore[override]
         pool = self._state.pool
         if pool is None:
             raise MemoryClosedError(_CLOSED) if self._state.closed else StorageError(
@@ -132,12 +132,12 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
             )
         return pool
 
-    @property  # type: ignore[override]
-    def lock(self) -> asyncio.Lock:
+    @property
+    def lock(self) -> asyncio.Lock:  # type: ignore[override]
         return self._state.lock
 
-    @property  # type: ignore[override]
-    def loop(self) -> asyncio.AbstractEventLoop | None:
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:  # type: ignore[override]
         """The event loop the pool lives in; the sync methods hand work to it."""
         return self._state.loop
 
@@ -208,8 +208,8 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
         except RuntimeError:
             running = None
         try:
-            if running is loop:
-                loop.create_task(pool.close())
+            if running is not None and running is loop:
+                running.create_task(pool.close())
             else:
                 asyncio.run_coroutine_threadsafe(pool.close(), loop).result(CLOSE_TIMEOUT_S)
         except Exception as exc:  # best effort by contract

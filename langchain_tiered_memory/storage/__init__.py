@@ -22,6 +22,7 @@ from .forgetting import Forgetting
 from .jobs import Jobs
 from .memories import Memories
 from .portability import Portability
+from .postgres import PostgresDatabase
 from .results import Results
 from .rows import (
     AppendResult,
@@ -40,9 +41,8 @@ from .rows import (
     ThreadRow,
     Unit,
 )
-from .postgres import PostgresDatabase
-from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
 from .schema import MIGRATIONS
+from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
 from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads

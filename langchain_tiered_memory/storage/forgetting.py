@@ -61,8 +61,9 @@ class Forgetting:
         Returns the counts and the journaled op (``None`` when no index point is left)."""
         with self.db.write() as tx:
             row = tx.one("SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,))
-            if row is not None or user_id is not None:
-                tx.serialize(row[1] if row is not None else user_id)
+            lock_owner = row[1] if row is not None else user_id
+            if lock_owner is not None:
+                tx.serialize(lock_owner)
                 # Read again under the owner's lock: an append may have created it meanwhile.
                 row = tx.one("SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,))
             counts: dict[str, int] = {"threads": 0, "messages": 0}
