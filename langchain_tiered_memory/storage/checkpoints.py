@@ -40,10 +40,10 @@ _LAYOUTS = {
 }
 
 
-def _layout(tx: Tx) -> _Layout | None:
+def _layout(tx: Tx, tables: set[str] | None = None) -> _Layout | None:
     """The checkpointer's tables, or ``None`` before the checkpointer made them."""
     layout = _LAYOUTS[tx.dialect.name]
-    return layout if layout.checkpoints in tx.tables() else None
+    return layout if layout.checkpoints in (tx.tables() if tables is None else tables) else None
 
 
 def checkpoint_threads_of(tx: Tx, user_id: str) -> set[str]:
@@ -64,10 +64,10 @@ def checkpoint_threads_of(tx: Tx, user_id: str) -> set[str]:
 def delete_checkpoints(tx: Tx, thread_ids: Sequence[str]) -> int:
     """Delete the threads' checkpoints, pending writes and channel values in ``tx``; how
     many checkpoints."""
-    layout = _layout(tx)
+    tables = tx.tables()
+    layout = _layout(tx, tables)
     if layout is None:
         return 0
-    tables = tx.tables()
     deleted = 0
     for chunk in chunks(sorted(set(thread_ids))):
         marks = tx.in_list(chunk)
@@ -100,11 +100,12 @@ class Checkpoints:
     def counts(self) -> dict[str, int]:
         """Checkpoints and pending writes, as the checkpointer stores them (0 before it ran)."""
         with self.db.read() as tx:
-            layout = _layout(tx)
+            tables = tx.tables()
+            layout = _layout(tx, tables)
             if layout is None:
                 return {"checkpoints": 0, "checkpoint_writes": 0}
             writes = layout.others[0]
             return {
                 "checkpoints": int(tx.scalar(f"SELECT COUNT(*) FROM {layout.checkpoints}")),
-                "checkpoint_writes": int(tx.scalar(f"SELECT COUNT(*) FROM {writes}")) if writes in tx.tables() else 0,
+                "checkpoint_writes": int(tx.scalar(f"SELECT COUNT(*) FROM {writes}")) if writes in tables else 0,
             }
