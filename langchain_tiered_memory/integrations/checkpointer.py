@@ -180,10 +180,30 @@ class LoopBoundSync:
     event loop the saver's connection lives in, from another thread (as LangGraph's async
     savers do), with an error that says what to use instead where that cannot work.
 
-    Needs ``self._state`` with ``loop`` and ``closed``.
+    Needs ``self._state`` with ``loop``, ``lock`` and ``closed``.
     """
 
     _state: Any
+
+    def _adopt_running_loop(self) -> bool:
+        """Make the running loop the saver's (first use, or its earlier loop is over);
+        ``True`` when it changed, so the caller drops what belonged to the old one. Refused
+        while another loop still runs with it."""
+        state = self._state
+        if state.closed:
+            raise MemoryClosedError(_CLOSED)
+        running = asyncio.get_running_loop()
+        if state.loop is running:
+            return False
+        previous = state.loop
+        if previous is not None and not previous.is_closed() and previous.is_running():
+            raise StorageError(
+                "memory.async_checkpointer is in use by another running event loop; use "
+                "one event loop per TieredMemory, or memory.checkpointer from threads"
+            )
+        # An asyncio.Lock belongs to the loop that first waits on it.
+        state.loop, state.lock = running, asyncio.Lock()
+        return True
 
     def _loop_for_sync_call(self) -> asyncio.AbstractEventLoop:
         if self._state.closed:
@@ -316,18 +336,8 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
     async def setup(self) -> None:
         """Open the connection in the running loop (first use) and create the tables."""
         state = self._state
-        if state.closed:
-            raise MemoryClosedError(_CLOSED)
-        running = asyncio.get_running_loop()
-        if state.loop is not running:
-            previous = state.loop
-            if previous is not None and not previous.is_closed() and previous.is_running():
-                raise StorageError(
-                    "memory.async_checkpointer is in use by another running event loop; use "
-                    "one event loop per TieredMemory, or memory.checkpointer from threads"
-                )
-            # aiosqlite connections are not tied to a loop, but asyncio.Lock is.
-            state.loop, state.lock = running, asyncio.Lock()
+        # aiosqlite connections are not tied to a loop: the connection stays.
+        self._adopt_running_loop()
         if state.conn is None:
             async with state.lock:
                 if state.closed:

@@ -143,19 +143,9 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
 
     async def _ensure_open(self) -> None:
         state = self._state
-        if state.closed:
-            raise MemoryClosedError(_CLOSED)
-        running = asyncio.get_running_loop()
-        if state.loop is not running:
-            previous = state.loop
-            if previous is not None and not previous.is_closed() and previous.is_running():
-                raise StorageError(
-                    "memory.async_checkpointer is in use by another running event loop; use "
-                    "one event loop per TieredMemory, or memory.checkpointer from threads"
-                )
+        if self._adopt_running_loop():
             # The old loop is gone, and its pool's workers with it: start over in this one.
-            state.loop, state.lock, state.opening = running, asyncio.Lock(), asyncio.Lock()
-            state.pool, state.is_setup = None, False
+            state.opening, state.pool, state.is_setup = asyncio.Lock(), None, False
         if state.pool is not None and state.is_setup:
             return
         async with state.opening:
