@@ -750,6 +750,8 @@ def _migrate(args: argparse.Namespace) -> int:
 
     def progress(step: str, total: int, done: int) -> None:
         if step not in bars:
+            for bar in bars.values():  # one step at a time: the last one is over
+                bar.close()
             bars[step] = tqdm(total=total, desc=f"{step:<11}", unit=" rows" if step == "records" else "", file=sys.stderr)
         bars[step].update(done)
 
