@@ -63,6 +63,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "TieredCheckpointSaver": ".integrations.checkpointer",
     "AsyncTieredCheckpointSaver": ".integrations.checkpointer",
+    "PostgresTieredCheckpointSaver": ".integrations.checkpointer_postgres",
+    "AsyncPostgresTieredCheckpointSaver": ".integrations.checkpointer_postgres",
     "TieredMemoryMiddleware": ".integrations.middleware",
     "MemoryState": ".integrations.nodes",
     "recall_node": ".integrations.nodes",

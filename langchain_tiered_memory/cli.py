@@ -1,8 +1,9 @@
 """``tiered-memory``: the command line over one memory directory (``--data-dir``, default ``./memory``).
 
 Commands: ``demo``, ``chat``, ``inspect``, ``search``, ``entities``, ``episodes``, ``threads``,
-``forget``, ``export``, ``import``, ``stats`` and ``reindex``. Each is a thin adapter over
-one :class:`~langchain_tiered_memory.TieredMemory` call. Errors are one readable line on
+``forget``, ``export``, ``import``, ``stats``, ``reindex`` and ``migrate`` (to PostgreSQL and a
+Qdrant server). Each is a thin adapter over one :class:`~langchain_tiered_memory.TieredMemory`
+call (``migrate``: over :func:`langchain_tiered_memory.migrate.migrate`). Errors are one readable line on
 stderr and exit code 1 (2 for bad arguments, 130 for Ctrl-C), never a traceback; ``--json``
 prints machine-readable output where a command has results.
 """
@@ -193,6 +194,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="the export file ('-' for stdin)")
     command("stats", _stats, "counts, disk size, the job queue and failed jobs", json_output=True)
     command("reindex", _reindex, "rebuild every vector from its text (after changing the embedding model)", json_output=True)
+    p = command("migrate", _migrate, "copy the memory directory to PostgreSQL and a Qdrant server (resumable)",
+                json_output=True)
+    p.add_argument("--to", required=True, metavar="URL",
+                   help="the PostgreSQL database: postgresql://user:password@host:5432/dbname")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--qdrant-url", metavar="URL", help="the Qdrant server, e.g. http://localhost:6333")
+    where.add_argument("--qdrant-path", metavar="DIR",
+                       help="qdrant-client's local mode in DIR instead of a server (trials and tests)")
+    p.add_argument("--qdrant-api-key", metavar="KEY", default=os.environ.get("QDRANT_API_KEY"),
+                   help="the Qdrant server's API key (default: $QDRANT_API_KEY)")
     return parser
 
 
@@ -742,6 +753,49 @@ def _reindex(args: argparse.Namespace) -> int:
         _print_json(counts)
     else:
         print("reindexed " + " and ".join(f"{n} {kind}" for kind, n in counts.items()) + " from memory.db")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .migrate import migrate
+
+    bars: dict[str, Any] = {}
+
+    def progress(step: str, total: int, done: int) -> None:
+        if step not in bars:
+            for bar in bars.values():  # one step at a time: the last one is over
+                bar.close()
+            bars[step] = tqdm(total=total, desc=f"{step:<11}", unit=" rows" if step == "records" else "", file=sys.stderr)
+        bars[step].update(done)
+
+    client = None
+    if args.qdrant_path is not None:
+        from qdrant_client import QdrantClient
+
+        client = QdrantClient(path=args.qdrant_path)
+    try:
+        report = migrate(args.data_dir, args.to, qdrant_url=args.qdrant_url, qdrant_api_key=args.qdrant_api_key,
+                         qdrant_client=client, progress=progress)
+    finally:
+        for bar in bars.values():
+            bar.close()
+        if client is not None:
+            client.close()
+    if args.json:
+        _print_json({"ok": report.ok, "counts": {k: {"source": s, "target": t} for k, (s, t) in report.counts.items()}})
+    else:
+        width = max(len(k) for k in report.counts)
+        print(f"{'':<{width}}  {'source':>9}  {'target':>9}")
+        for name, (source, target) in report.counts.items():
+            print(f"{name:<{width}}  {source:>9}  {target:>9}  {'ok' if source == target else 'MISMATCH'}")
+    if not report.ok:
+        _error(f"the copy does not match the directory in: {', '.join(report.mismatches)}; run the same "
+               "command again to continue it (it never copies a row twice)")
+        return 1
+    if not args.json:
+        print(f"migrated {args.data_dir}: every count matches")
     return 0
 
 

@@ -111,13 +111,15 @@ class MemoryConfig(BaseModel):
         description="Pieces of evidence (memories, turns, windows) the context recalls per turn, at most.",
     )
     episodes_k: int = Field(3, ge=0, le=MAX_RECALL_K, description="Past episodes recalled per turn.")
-    job_mode: Literal["inline", "background", "manual"] = Field(
+    job_mode: Literal["inline", "background", "manual", "external"] = Field(
         "background",
         description=(
             "How extraction and summary jobs run: in a worker thread (agents), inside "
-            "after_turn (tests, notebooks), or only when flush() is called ('manual': "
+            "after_turn (tests, notebooks), only when flush() is called ('manual': "
             "opening the memory runs no job and writes nothing, so looking at a directory "
-            "changes nothing; jobs wait in the journal for a memory that runs them). "
+            "changes nothing; jobs wait in the journal for a memory that runs them), or by "
+            "other processes sharing the database ('external': this one only journals them, "
+            "and leaves the indexing to them too). "
             "Either way they are journaled first."
         ),
     )

@@ -124,7 +124,8 @@ class RecallIndex:
     """The recall collection of one memory (see the module docs).
 
     Args:
-        data_dir: where the Edge shard lives (``qdrant/recall``) in embedded mode.
+        data_dir: where the Edge shard lives (``qdrant/recall``) in embedded mode (``None``
+            with a server).
         storage: the relational store (for the forget journal and catch-up counts).
         embeddings: returns the embeddings in use (called when first needed: loading the
             model is slow, and a memory that never recalls never pays it).
@@ -134,7 +135,7 @@ class RecallIndex:
 
     def __init__(
         self,
-        data_dir: Path,
+        data_dir: Path | None,
         storage: Storage,
         embeddings: Callable[[], Embeddings],
         *,
@@ -170,6 +171,8 @@ class RecallIndex:
     @property
     def path(self) -> Path:
         """The Edge shard's directory (embedded mode)."""
+        if self.data_dir is None:
+            raise VectorStoreError("a memory without a data directory has no embedded index; pass qdrant_url=")
         return self.data_dir / "qdrant" / COLLECTION
 
     def exists(self) -> bool:

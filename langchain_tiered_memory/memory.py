@@ -86,11 +86,12 @@ class ThreadInfo:
 
 
 class TieredMemory:
-    """Layered memory for LangChain and LangGraph agents, stored under one directory.
+    """Layered memory for LangChain and LangGraph agents, stored under one directory — or,
+    past one machine, in a PostgreSQL database with the vectors on a Qdrant server.
 
     Args:
-        data_dir: Directory of the memory; ``memory.db`` (the owner of every record) and
-            the vector index (``qdrant/``) are created in it.
+        data_dir: Directory of the memory (default ``./memory``); ``memory.db`` (the owner of
+            every record) and the vector index (``qdrant/``) are created in it.
         config: Budgets and forgetting parameters (a :class:`MemoryConfig` or a dict).
         model: Chat model for the layers that need an LLM (summary, extraction). Without
             one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead.
@@ -101,13 +102,19 @@ class TieredMemory:
             instead of the embedded Qdrant Edge shard under ``data_dir`` (several processes
             can then recall at once).
         qdrant_client: A ``qdrant_client.QdrantClient`` to use instead of ``qdrant_url``.
+        database_url: ``postgresql://user:password@host:5432/dbname``: every relational layer
+            (and the LangGraph checkpoints) in that PostgreSQL database instead of a
+            directory, shared by any number of processes; needs ``qdrant_url`` (or
+            ``qdrant_client``), since an embedded shard belongs to one directory.
+        pool_min, pool_max: With ``database_url``, the connections this process keeps open
+            and the most it opens at once.
 
     Use it as a context manager, or call :meth:`close` when done.
     """
 
     def __init__(
         self,
-        data_dir: str | Path = "./memory",
+        data_dir: str | Path | None = None,
         config: MemoryConfig | dict[str, Any] | None = None,
         model: BaseChatModel | None = None,
         embeddings: Embeddings | None = None,
@@ -116,6 +123,9 @@ class TieredMemory:
         qdrant_url: str | None = None,
         qdrant_api_key: str | None = None,
         qdrant_client: Any = None,
+        database_url: str | None = None,
+        pool_min: int = 1,
+        pool_max: int = 10,
     ) -> None:
         self.config = _as_config(config)
         self.model = model
@@ -129,7 +139,10 @@ class TieredMemory:
         self._adapter_lock = threading.Lock()
         # A manual memory runs nothing and writes nothing on its own: it may be a look.
         manual = self.config.job_mode == "manual"
-        self._storage = Storage.open(data_dir, decay=self.config.decay, rekeep=not manual)
+        self._storage = _open_storage(
+            data_dir, database_url, server=qdrant_url is not None or qdrant_client is not None,
+            decay=self.config.decay, pool_min=pool_min, pool_max=pool_max, rekeep=not manual,
+        )
         try:
             self._index = RecallIndex(
                 self.data_dir, self._storage, self._query_cached,
@@ -194,6 +207,8 @@ class TieredMemory:
             self._jobs.notify()
 
     def _open_checks(self) -> None:
+        if self.data_dir is None:  # a database server: no directory of an older layout
+            return
         from .legacy import upgrade_directory
 
         upgrade_directory(self._storage, self.data_dir, self._query_cached)
@@ -207,8 +222,10 @@ class TieredMemory:
     # --- lifecycle --------------------------------------------------------------------
 
     @property
-    def data_dir(self) -> Path:
-        """The directory holding this memory."""
+    def data_dir(self) -> Path | None:
+        """The directory holding this memory (``None`` with ``database_url``)."""
+        if self._storage.dialect.name != "sqlite":
+            return None
         return Path(self._storage.location).parent
 
     @property
@@ -432,7 +449,8 @@ class TieredMemory:
         """
         pending = self._storage.unindexed_count()
         return MemoryStats({
-            "data_dir": str(self.data_dir),
+            # Where the data lives: the directory, or the database (without its password).
+            "data_dir": str(self.data_dir) if self.data_dir is not None else self._storage.location,
             **self._storage.counts(),
             "index": {
                 "pending": pending,
@@ -815,6 +833,32 @@ class TieredMemory:
         if not isinstance(self.embeddings, CachedQueryEmbeddings):
             self.embeddings = CachedQueryEmbeddings(self.embeddings)
         return self.embeddings
+
+
+def _open_storage(
+    data_dir: str | Path | None,
+    database_url: str | None,
+    *,
+    server: bool,
+    decay: float,
+    pool_min: int,
+    pool_max: int,
+    rekeep: bool = True,
+) -> Storage:
+    """The directory's SQLite store, or the PostgreSQL database at ``database_url``."""
+    if database_url is None:
+        return Storage.open("./memory" if data_dir is None else data_dir, decay=decay, rekeep=rekeep)
+    if data_dir is not None:
+        raise ConfigError(
+            "pass data_dir (a memory in a directory) or database_url (a memory in PostgreSQL), not both"
+        )
+    if not server:
+        raise ConfigError(
+            "database_url needs qdrant_url= (or qdrant_client=): the embedded Qdrant Edge shard "
+            "belongs to one directory and one process, and a database is shared by many; run a "
+            "Qdrant server (docker run -p 6333:6333 qdrant/qdrant) and pass its URL"
+        )
+    return Storage.open_url(database_url, decay=decay, pool_min=pool_min, pool_max=pool_max, rekeep=rekeep)
 
 
 def _as_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:

@@ -438,3 +438,114 @@ async def test_async_graph_and_memory_writes_interleave(tmp_path):
             assert (await graph.aget_state(_cfg(thread))).values["turns"] == 20
         assert len(memory.get_messages("bob", "chat")) == 40
         await memory.async_checkpointer.aclose()
+
+
+# --- PostgreSQL: langgraph-checkpoint-postgres's savers on the memory's database ------------
+
+
+def _open_pg(url: str) -> TieredMemory:
+    from qdrant_client import QdrantClient
+
+    return TieredMemory(config=CONFIG, embeddings=HashingEmbeddings(), database_url=url,
+                        qdrant_client=QdrantClient(":memory:"))
+
+
+def _pg_checkpoint_threads(url: str) -> dict[str, int]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        counts = dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
+        others = {r[0] for r in conn.execute(
+            "SELECT thread_id FROM checkpoint_writes UNION SELECT thread_id FROM checkpoint_blobs"
+        )}
+    assert others <= set(counts), "writes or channel values left behind for a deleted thread"
+    return counts
+
+
+@pytest.mark.parametrize("kind", ["async_checkpointer", "checkpointer"])
+async def test_postgres_conformance_suite_passes(kind, pg, capsys):
+    from langchain_tiered_memory.integrations.checkpointer_postgres import (
+        AsyncPostgresTieredCheckpointSaver,
+        PostgresTieredCheckpointSaver,
+    )
+
+    urls: list[str] = []
+
+    @checkpointer_test(name=f"memory.{kind} on PostgreSQL (langchain-tiered-memory)")
+    async def factory():
+        urls.append(pg.new_database())  # a fresh database for every capability suite
+        memory = _open_pg(urls[-1])
+        try:
+            saver = getattr(memory, kind)
+            expected = AsyncPostgresTieredCheckpointSaver if kind == "async_checkpointer" else PostgresTieredCheckpointSaver
+            assert isinstance(saver, expected)
+            yield saver
+        finally:
+            memory.close()
+
+    try:
+        report = await validate(factory)
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            report.print_report()
+        with capsys.disabled():
+            print(text.getvalue())
+        failures = {cap: r.failures for cap, r in report.results.items() if r.failures}
+        assert report.passed_all_base(), f"{text.getvalue()}\n{failures}"
+        assert report.conformance_level() == "FULL", text.getvalue()
+        assert len(urls) == len(report.results) == 8
+    finally:
+        for url in urls:
+            pg.drop_database(url)
+
+
+def test_postgres_forget_removes_checkpoints_in_every_table(pg_url):
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with _open_pg(pg_url) as memory:
+        graph = _graph(memory.checkpointer)
+        graph.invoke(_say("hi"), _cfg("a-turns"))
+        memory.after_turn("alice", "a-turns", [HumanMessage("hi"), AIMessage("echo hi")], extract=False)
+        graph.invoke(_say("hi"), _cfg("a-config", "alice"))
+        graph.invoke(_say("hi"), _cfg("b-config", "bob"))
+        graph.invoke(_say("hi"), _cfg("t-only"))
+        assert set(_pg_checkpoint_threads(pg_url)) == {"a-turns", "a-config", "b-config", "t-only"}
+
+        counts = memory.forget(user_id="alice")
+        assert counts["checkpoints"] == 6
+        assert set(_pg_checkpoint_threads(pg_url)) == {"b-config", "t-only"}
+        assert memory.forget(thread_id="t-only")["checkpoints"] == 3
+        with pytest.raises(Exception, match="belong"):
+            memory.forget(thread_id="b-config", user_id="alice")
+        assert set(_pg_checkpoint_threads(pg_url)) == {"b-config"}
+        assert graph.get_state(_cfg("b-config")).values["turns"] == 1
+
+    # LangGraph's own PostgresSaver reads the same state from the same database.
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=psycopg.rows.dict_row) as conn:
+        values = PostgresSaver(conn).get_tuple(_cfg("b-config")).checkpoint["channel_values"]
+        assert values["turns"] == 1
+
+
+async def test_postgres_async_saver_across_event_loops_and_closing(pg_url):
+    memory = _open_pg(pg_url)
+    try:
+        saver = memory.async_checkpointer
+        graph = _graph(saver, _areply)
+        assert (await graph.ainvoke(_say("hi"), _cfg("t1")))["turns"] == 1
+
+        def in_another_loop() -> int:
+            async def again() -> int:
+                return (await _graph(saver, _areply).ainvoke(_say("again"), _cfg("t1")))["turns"]
+
+            return asyncio.run(again())
+
+        with pytest.raises(StorageError, match="another running event loop"):
+            await asyncio.to_thread(in_another_loop)
+        # From another thread, the sync methods run on the saver's loop.
+        state = await asyncio.to_thread(graph.get_state, _cfg("t1"))
+        assert state.values["turns"] == 1
+    finally:
+        memory.close()
+    with pytest.raises(MemoryClosedError):
+        await saver.aget_tuple(_cfg("t1"))

@@ -18,9 +18,9 @@ def _config(**kw):
     return MemoryConfig(job_mode="inline", job_backoff_seconds=0, **kw)
 
 
-def test_end_session_writes_one_episode_offline(tmp_path, monkeypatch):
+def test_end_session_writes_one_episode_offline(make_memory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+    with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("Let's plan the Kyoto trip."),
                                 AIMessage("We decided to book the ryokan in Hakone.")])
         eid = m.end_session("u", "t")
@@ -37,12 +37,12 @@ def test_end_session_writes_one_episode_offline(tmp_path, monkeypatch):
         assert len(m.search_episodes("u")) == 2
 
 
-def test_episode_through_the_model_and_into_the_context(tmp_path):
+def test_episode_through_the_model_and_into_the_context(make_memory):
     model = ScriptedChatModel(script=[], default=lambda msgs: (
         episode_tool_call("Planned a Kyoto trip.", ["Book the ryokan"], "Itinerary sent", ["Kyoto"])
         if "EpisodeExtraction" in str(model.call_kwargs[-1] if model.call_kwargs else "") or "episode" in msgs[0].text.lower()
         else turn_tool_call()))
-    with TieredMemory(tmp_path, _config(), model=model, embeddings=HashingEmbeddings()) as m:
+    with make_memory(_config(), model=model, embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t1", [HumanMessage("Let's plan the Kyoto trip.")])
         m.end_session("u", "t1")
         ep = m.search_episodes("u")[0].episode
@@ -52,8 +52,8 @@ def test_episode_through_the_model_and_into_the_context(tmp_path):
         assert ctx.token_usage["episodes"] > 0
 
 
-def test_time_range_and_bad_arguments(tmp_path):
-    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+def test_time_range_and_bad_arguments(make_memory):
+    with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("hello")])
         m.end_session("u", "t")
         now = datetime.now(timezone.utc)
@@ -67,11 +67,11 @@ def test_time_range_and_bad_arguments(tmp_path):
             m.search_episodes("u", k=0)
 
 
-def test_idle_threads_get_their_episode_on_open(tmp_path):
-    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+def test_idle_threads_get_their_episode_on_open(make_memory):
+    with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("an old conversation")])
         m._clock = lambda: datetime.now(timezone.utc)  # noqa: E731
-    with TieredMemory(tmp_path, _config(idle_timeout_minutes=60), embeddings=HashingEmbeddings()) as m:
+    with make_memory(_config(idle_timeout_minutes=60), embeddings=HashingEmbeddings()) as m:
         m._clock = lambda: datetime.now(timezone.utc) + timedelta(hours=2)  # noqa: E731
         m._end_idle_sessions()
         m.flush()
@@ -81,8 +81,8 @@ def test_idle_threads_get_their_episode_on_open(tmp_path):
         assert len(m.search_episodes("u")) == 1  # once per session
 
 
-def test_forget_thread_removes_its_episodes(tmp_path):
-    with TieredMemory(tmp_path, _config(), embeddings=HashingEmbeddings()) as m:
+def test_forget_thread_removes_its_episodes(make_memory):
+    with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("hello")])
         m.end_session("u", "t")
         assert m.forget(thread_id="t")["episodes"] == 1

@@ -20,6 +20,8 @@ KNOWN_FRAGMENTS = {
     "defined (and langchain_classic is only a test dependency)",
     "# survives restarts, budgeted prompt": "the 'After' side of a table (the block below the "
     "table is its runnable whole)",
+    'database_url="postgresql://memory:secret@db': "needs a PostgreSQL server and a Qdrant server at "
+    "their docker-compose addresses (tests/test_postgres.py runs the same calls on a real server)",
 }
 
 

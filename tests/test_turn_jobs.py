@@ -46,9 +46,9 @@ GOOD = turn_tool_call(entities=[entity("Alice", "person", location="Paris")],
      "I'm sorry, I can't help with that."],
     ids=["invalid-json", "wrong-types", "exception", "prose-no-json"],
 )
-def test_malformed_answers_are_retried_and_the_turn_is_kept(data_dir, bad):
+def test_malformed_answers_are_retried_and_the_turn_is_kept(make_memory, bad):
     model = ScriptedChatModel(script=[bad, GOOD])
-    with TieredMemory(data_dir, inline(), model=model) as m:
+    with make_memory(inline(), model=model) as m:
         result = m.after_turn("u", "t", TURN)
         assert result.stored == 2
         assert [x.text for x in m.get_messages("u", "t")] == [x.text for x in TURN]
@@ -59,9 +59,9 @@ def test_malformed_answers_are_retried_and_the_turn_is_kept(data_dir, bad):
         assert m.entity("u", "alice").attributes == {"location": "Paris"}
 
 
-def test_a_job_that_keeps_failing_is_marked_failed_with_a_readable_reason(data_dir):
+def test_a_job_that_keeps_failing_is_marked_failed_with_a_readable_reason(make_memory):
     model = ScriptedChatModel(script=[], default=wrong_types_tool_call())
-    with TieredMemory(data_dir, inline(job_max_attempts=3), model=model) as m:
+    with make_memory(inline(job_max_attempts=3), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=30)
         stats = m.stats()
@@ -75,9 +75,9 @@ def test_a_job_that_keeps_failing_is_marked_failed_with_a_readable_reason(data_d
         assert m.before_turn("u", "t").window[-1].text == "still here"
 
 
-def test_a_hang_past_the_timeout_fails_the_attempt_not_the_turn(data_dir):
+def test_a_hang_past_the_timeout_fails_the_attempt_not_the_turn(make_memory):
     model = ScriptedChatModel(script=[Hang(10, then=GOOD), GOOD])
-    with TieredMemory(data_dir, inline(llm_timeout_seconds=0.5), model=model) as m:
+    with make_memory(inline(llm_timeout_seconds=0.5), model=model) as m:
         t = time.monotonic()
         m.after_turn("u", "t", TURN)
         assert time.monotonic() - t < 8  # the turn did not wait for the hung call
@@ -87,17 +87,17 @@ def test_a_hang_past_the_timeout_fails_the_attempt_not_the_turn(data_dir):
 
 
 @pytest.mark.parametrize("answer", [out_of_range_tool_call(), empty_content_tool_call()], ids=["importance", "empty"])
-def test_normalisable_answers_are_applied(data_dir, answer):
+def test_normalisable_answers_are_applied(make_memory, answer):
     model = ScriptedChatModel(script=[answer])
-    with TieredMemory(data_dir, inline(), model=model) as m:
+    with make_memory(inline(), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=10)
         assert m.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": 1, "failed": 0}
 
 
-def test_one_extraction_call_per_turn_and_none_on_before_turn(data_dir):
+def test_one_extraction_call_per_turn_and_none_on_before_turn(make_memory):
     model = ScriptedChatModel(script=[], default=turn_tool_call(summary="They talked."))
-    with TieredMemory(data_dir, inline(max_tokens=400, system_reserve=20, output_reserve=20), model=model) as m:
+    with make_memory(inline(max_tokens=400, system_reserve=20, output_reserve=20), model=model) as m:
         for i in range(30):
             before = model.calls
             m.before_turn("u", "t")
@@ -109,10 +109,10 @@ def test_one_extraction_call_per_turn_and_none_on_before_turn(data_dir):
         assert asked >= 1
 
 
-def test_summary_covers_exactly_the_evicted_messages(data_dir):
+def test_summary_covers_exactly_the_evicted_messages(make_memory):
     model = ScriptedChatModel(script=[], default=lambda msgs: turn_tool_call(summary="Alice plans a trip."))
     config = inline(max_tokens=400, system_reserve=20, output_reserve=20)
-    with TieredMemory(data_dir, config, model=model) as m:
+    with make_memory(config, model=model) as m:
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
         thread = m._storage.threads.get("t")
@@ -129,13 +129,13 @@ def test_summary_covers_exactly_the_evicted_messages(data_dir):
         assert row.first_seq == 0 and row.last_seq == thread.summarized_through
 
 
-def test_an_overlong_summary_is_compressed_then_bounded(data_dir):
+def test_an_overlong_summary_is_compressed_then_bounded(make_memory):
     long = "Alice said many things. " * 400
     model = ScriptedChatModel(script=[], default=lambda msgs: (
         "Short: Alice plans a trip." if "You compress the running summary" in msgs[0].text
         else turn_tool_call(summary=long)))
     config = inline(max_tokens=400, system_reserve=20, output_reserve=20, summary_max_tokens=60)
-    with TieredMemory(data_dir, config, model=model) as m:
+    with make_memory(config, model=model) as m:
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
         text = m.summary("u", "t")
@@ -143,13 +143,13 @@ def test_an_overlong_summary_is_compressed_then_bounded(data_dir):
         assert m.stats()["jobs"]["failed"] == 0
 
 
-def test_entity_history_and_case_insensitive_names(data_dir):
+def test_entity_history_and_case_insensitive_names(make_memory):
     model = ScriptedChatModel(script=[
         turn_tool_call(entities=[entity("Alice", "person", location="Paris", job="nurse")]),
         turn_tool_call(entities=[entity("  alice ", "person", location="Berlin")]),
         turn_tool_call(entities=[entity("ALICE", "other", location="berlin")]),
     ])
-    with TieredMemory(data_dir, inline(), model=model) as m:
+    with make_memory(inline(), model=model) as m:
         m.after_turn("u", "t", [HumanMessage("I'm Alice, a nurse in Paris.", id="m1")])
         m.after_turn("u", "t", [HumanMessage("I moved to Berlin.", id="m2")])
         m.after_turn("u", "t", [HumanMessage("Berlin is great.", id="m3")])
@@ -167,9 +167,9 @@ def test_entity_history_and_case_insensitive_names(data_dir):
         assert m.entity("u", "Alice") is None
 
 
-def test_offline_mode_extracts_alice_without_a_model(data_dir, monkeypatch):
+def test_offline_mode_extracts_alice_without_a_model(make_memory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with TieredMemory(data_dir, inline()) as m:
+    with make_memory(inline()) as m:
         m.after_turn("u", "t", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
         assert m.stats()["extractor"] == "offline"
         alice = m.entity("u", "alice")
@@ -177,9 +177,9 @@ def test_offline_mode_extracts_alice_without_a_model(data_dir, monkeypatch):
         assert alice.attributes.get("location") == "Paris"
 
 
-def test_background_mode_and_flush(data_dir):
+def test_background_mode_and_flush(make_memory):
     model = ScriptedChatModel(script=[], default=GOOD)
-    with TieredMemory(data_dir, inline(job_mode="background"), model=model) as m:
+    with make_memory(inline(job_mode="background"), model=model) as m:
         for i in range(5):
             m.after_turn("u", "t", [HumanMessage(f"hi {i}")])
         assert m.flush(timeout=30)
@@ -188,12 +188,12 @@ def test_background_mode_and_flush(data_dir):
         assert 1 <= model.calls <= 5  # a backlog is coalesced, never more than one per turn
 
 
-def test_jobs_left_by_a_closed_memory_run_on_next_open(data_dir):
-    with TieredMemory(data_dir, inline(job_mode="background"), model=ScriptedChatModel(script=[], default=Hang(2, GOOD))) as m:
+def test_jobs_left_by_a_closed_memory_run_on_next_open(make_memory):
+    with make_memory(inline(job_mode="background"), model=ScriptedChatModel(script=[], default=Hang(2, GOOD))) as m:
         m.after_turn("u", "t", TURN)
         # closed at once: the job may or may not have started; either way nothing is lost
     model = ScriptedChatModel(script=[], default=GOOD)
-    with TieredMemory(data_dir, inline(), model=model) as m:
+    with make_memory(inline(), model=model) as m:
         assert m.flush(timeout=30)
         assert m.entity("u", "Alice").attributes["location"] == "Paris"
         assert m.stats()["jobs"]["done"] == 1
@@ -244,9 +244,9 @@ def test_sigkill_mid_job_resumes_once_after_reopening(data_dir):
         assert len(m.entity("u", "alice").history["location"]) == 1
 
 
-def test_the_users_own_profile_keeps_their_name_offline(data_dir, monkeypatch):
+def test_the_users_own_profile_keeps_their_name_offline(make_memory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with TieredMemory(data_dir, inline()) as m:
+    with make_memory(inline()) as m:
         m.after_turn("u", "t", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
         m.after_turn("u", "t", [HumanMessage("I moved to Berlin last year.")])
         names = [e.name for e in m.entities("u")]

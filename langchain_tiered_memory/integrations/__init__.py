@@ -18,12 +18,21 @@ def _store(memory: TieredMemory) -> Any:
 
 
 def _checkpointer(memory: TieredMemory) -> Any:
+    # LangGraph's saver for the memory's database: SQLite's, or PostgreSQL's.
+    if memory.storage.dialect.name == "postgresql":
+        from .checkpointer_postgres import PostgresTieredCheckpointSaver
+
+        return PostgresTieredCheckpointSaver(memory)
     from .checkpointer import TieredCheckpointSaver
 
     return TieredCheckpointSaver(memory)
 
 
 def _async_checkpointer(memory: TieredMemory) -> Any:
+    if memory.storage.dialect.name == "postgresql":
+        from .checkpointer_postgres import AsyncPostgresTieredCheckpointSaver
+
+        return AsyncPostgresTieredCheckpointSaver(memory)
     from .checkpointer import AsyncTieredCheckpointSaver
 
     return AsyncTieredCheckpointSaver(memory)

@@ -1,4 +1,5 @@
-"""LangGraph checkpointers that keep thread state in the memory's own ``memory.db``.
+"""LangGraph checkpointers that keep thread state in the memory's own ``memory.db``
+(``checkpointer_postgres.py`` has their twins for a memory in PostgreSQL).
 
 One file holds a whole deployment: messages, summaries, entities, jobs and LangGraph's
 checkpoints (langgraph-checkpoint-sqlite's ``checkpoints`` and ``writes`` tables, so a file
@@ -55,58 +56,9 @@ T = TypeVar("T")
 _CLOSED = "this checkpointer is closed (its TieredMemory was closed); open a new TieredMemory"
 
 
-class TieredCheckpointSaver(SqliteSaver):
-    """LangGraph's ``SqliteSaver`` over the memory's ``memory.db``: one file holds the deployment.
-
-    ``graph.compile(checkpointer=memory.checkpointer)``. Thread-safe as ``SqliteSaver`` is:
-    every call holds the connection's lock. The async methods (``aget_tuple``, ``aput``, …)
-    run the sync ones in a worker thread, so ``ainvoke``/``astream`` graphs can use it too.
-
-    Args:
-        memory: The memory; the saver gets its own connection to its database.
-        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
-    """
-
-    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(memory.storage.connect(), serde=serde)
-        # An Event, not a bool: ``with_allowlist`` clones share it with the original.
-        self._closed = threading.Event()
-
-    @contextmanager
-    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        """A cursor holding the connection's lock; commits on exit when ``transaction``."""
-        with self.lock:
-            if self._closed.is_set():
-                raise MemoryClosedError(_CLOSED)
-            self.setup()
-            cur = self.conn.cursor()
-            try:
-                yield cur
-            finally:
-                if transaction:
-                    self.conn.commit()
-                cur.close()
-
-    def close(self) -> None:
-        """Close the connection once in-flight calls finish. Safe to call twice."""
-        if self._closed.is_set():
-            return
-        # A ``list()`` iterator left half-read holds the lock; do not hang on it forever.
-        if not self.lock.acquire(timeout=CLOSE_TIMEOUT_S):
-            logger.warning(
-                "checkpointer still in use after %.0f s (a list() left half-read?); it is marked "
-                "closed and its connection is left to the garbage collector", CLOSE_TIMEOUT_S,
-            )
-            self._closed.set()
-            return
-        try:
-            if not self._closed.is_set():
-                self._closed.set()
-                self.conn.close()
-        finally:
-            self.lock.release()
-
-    # --- async: the sync methods in a worker thread --------------------------------------
+class ThreadedAsync:
+    """The async half of a sync saver: each async method runs its sync twin in a worker
+    thread, so one saver serves ``invoke`` and ``ainvoke`` graphs alike."""
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
@@ -160,6 +112,58 @@ class TieredCheckpointSaver(SqliteSaver):
         return await asyncio.to_thread(self.get_delta_channel_history, config=config, channels=channels)
 
 
+class TieredCheckpointSaver(ThreadedAsync, SqliteSaver):
+    """LangGraph's ``SqliteSaver`` over the memory's ``memory.db``: one file holds the deployment.
+
+    ``graph.compile(checkpointer=memory.checkpointer)``. Thread-safe as ``SqliteSaver`` is:
+    every call holds the connection's lock. The async methods (``aget_tuple``, ``aput``, …)
+    run the sync ones in a worker thread, so ``ainvoke``/``astream`` graphs can use it too.
+
+    Args:
+        memory: The memory; the saver gets its own connection to its database.
+        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
+    """
+
+    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(memory.storage.connect(), serde=serde)
+        # An Event, not a bool: ``with_allowlist`` clones share it with the original.
+        self._closed = threading.Event()
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """A cursor holding the connection's lock; commits on exit when ``transaction``."""
+        with self.lock:
+            if self._closed.is_set():
+                raise MemoryClosedError(_CLOSED)
+            self.setup()
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            finally:
+                if transaction:
+                    self.conn.commit()
+                cur.close()
+
+    def close(self) -> None:
+        """Close the connection once in-flight calls finish. Safe to call twice."""
+        if self._closed.is_set():
+            return
+        # A ``list()`` iterator left half-read holds the lock; do not hang on it forever.
+        if not self.lock.acquire(timeout=CLOSE_TIMEOUT_S):
+            logger.warning(
+                "checkpointer still in use after %.0f s (a list() left half-read?); it is marked "
+                "closed and its connection is left to the garbage collector", CLOSE_TIMEOUT_S,
+            )
+            self._closed.set()
+            return
+        try:
+            if not self._closed.is_set():
+                self._closed.set()
+                self.conn.close()
+        finally:
+            self.lock.release()
+
+
 class _AsyncState:
     """Connection state a saver shares with its ``with_allowlist`` clones (shallow copies)."""
 
@@ -171,57 +175,35 @@ class _AsyncState:
         self.closed = False
 
 
-class AsyncTieredCheckpointSaver(AsyncSqliteSaver):
-    """LangGraph's ``AsyncSqliteSaver`` over the memory's ``memory.db``: one file holds the
-    deployment.
+class LoopBoundSync:
+    """The sync half of an async saver: each sync method hands its async twin to the
+    event loop the saver's connection lives in, from another thread (as LangGraph's async
+    savers do), with an error that says what to use instead where that cannot work.
 
-    ``graph.compile(checkpointer=memory.async_checkpointer)`` for ``ainvoke``/``astream``.
-    The ``aiosqlite`` connection opens on first use, inside the event loop that uses it; a
-    later ``asyncio.run`` may use the saver once the earlier loop has finished. As with
-    ``AsyncSqliteSaver``, the sync methods work only from another thread while that loop
-    runs; sync graphs should use ``memory.checkpointer``.
-
-    Args:
-        memory: The memory; the saver gets its own connection to its database.
-        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
+    Needs ``self._state`` with ``loop``, ``lock`` and ``closed``.
     """
 
-    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
-        # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
-        BaseCheckpointSaver.__init__(self, serde=serde)
-        self.jsonplus_serde = JsonPlusSerializer()
-        self._storage = memory.storage
-        self._state = _AsyncState()
+    _state: Any
 
-    # AsyncSqliteSaver reads these as attributes; here they live in the shared state.
-
-    @property  # type: ignore[override]
-    def conn(self) -> aiosqlite.Connection:
-        conn = self._state.conn
-        if conn is None:
-            if self._state.closed:
-                raise MemoryClosedError(_CLOSED)
-            raise StorageError("the async checkpointer has no connection yet; it opens on first async use")
-        return conn
-
-    @property  # type: ignore[override]
-    def lock(self) -> asyncio.Lock:
-        return self._state.lock
-
-    @property  # type: ignore[override]
-    def is_setup(self) -> bool:
-        return self._state.is_setup
-
-    @is_setup.setter
-    def is_setup(self, value: bool) -> None:
-        self._state.is_setup = value
-
-    @property  # type: ignore[override]
-    def loop(self) -> asyncio.AbstractEventLoop | None:
-        """The event loop the connection was last used in; the sync methods hand work to it."""
-        return self._state.loop
-
-    # --- sync methods: handed to the saver's running loop, as AsyncSqliteSaver does ------
+    def _adopt_running_loop(self) -> bool:
+        """Make the running loop the saver's (first use, or its earlier loop is over);
+        ``True`` when it changed, so the caller drops what belonged to the old one. Refused
+        while another loop still runs with it."""
+        state = self._state
+        if state.closed:
+            raise MemoryClosedError(_CLOSED)
+        running = asyncio.get_running_loop()
+        if state.loop is running:
+            return False
+        previous = state.loop
+        if previous is not None and not previous.is_closed() and previous.is_running():
+            raise StorageError(
+                "memory.async_checkpointer is in use by another running event loop; use "
+                "one event loop per TieredMemory, or memory.checkpointer from threads"
+            )
+        # An asyncio.Lock belongs to the loop that first waits on it.
+        state.loop, state.lock = running, asyncio.Lock()
+        return True
 
     def _loop_for_sync_call(self) -> asyncio.AbstractEventLoop:
         if self._state.closed:
@@ -298,23 +280,64 @@ class AsyncTieredCheckpointSaver(AsyncSqliteSaver):
         """Sync :meth:`aget_delta_channel_history`, from a thread other than the saver's loop."""
         return self._sync(lambda: self.aget_delta_channel_history(config=config, channels=channels))
 
+
+class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
+    """LangGraph's ``AsyncSqliteSaver`` over the memory's ``memory.db``: one file holds the
+    deployment.
+
+    ``graph.compile(checkpointer=memory.async_checkpointer)`` for ``ainvoke``/``astream``.
+    The ``aiosqlite`` connection opens on first use, inside the event loop that uses it; a
+    later ``asyncio.run`` may use the saver once the earlier loop has finished. As with
+    ``AsyncSqliteSaver``, the sync methods work only from another thread while that loop
+    runs; sync graphs should use ``memory.checkpointer``.
+
+    Args:
+        memory: The memory; the saver gets its own connection to its database.
+        serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
+    """
+
+    def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
+        # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
+        BaseCheckpointSaver.__init__(self, serde=serde)
+        self.jsonplus_serde = JsonPlusSerializer()
+        self._storage = memory.storage
+        self._state = _AsyncState()
+
+    # AsyncSqliteSaver reads these as attributes; here they live in the shared state.
+
+    @property  # type: ignore[override]
+    def conn(self) -> aiosqlite.Connection:
+        conn = self._state.conn
+        if conn is None:
+            if self._state.closed:
+                raise MemoryClosedError(_CLOSED)
+            raise StorageError("the async checkpointer has no connection yet; it opens on first async use")
+        return conn
+
+    @property  # type: ignore[override]
+    def lock(self) -> asyncio.Lock:
+        return self._state.lock
+
+    @property  # type: ignore[override]
+    def is_setup(self) -> bool:
+        return self._state.is_setup
+
+    @is_setup.setter
+    def is_setup(self, value: bool) -> None:
+        self._state.is_setup = value
+
+    @property  # type: ignore[override]
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the connection was last used in; the sync methods hand work to it."""
+        return self._state.loop
+
     # --- async ---------------------------------------------------------------------------
 
     async def setup(self) -> None:
         """Open the connection in the running loop (first use) and create the tables."""
         state = self._state
-        if state.closed:
-            raise MemoryClosedError(_CLOSED)
-        running = asyncio.get_running_loop()
-        if state.loop is not running:
-            previous = state.loop
-            if previous is not None and not previous.is_closed() and previous.is_running():
-                raise StorageError(
-                    "memory.async_checkpointer is in use by another running event loop; use "
-                    "one event loop per TieredMemory, or memory.checkpointer from threads"
-                )
-            # aiosqlite connections are not tied to a loop, but asyncio.Lock is.
-            state.loop, state.lock = running, asyncio.Lock()
+        # aiosqlite connections are not tied to a loop: the connection stays.
+        self._adopt_running_loop()
         if state.conn is None:
             async with state.lock:
                 if state.closed:

@@ -15,7 +15,9 @@ idle sessions. ``flush`` waits for both.
 Three modes: ``inline`` runs due jobs in the caller's thread (tests, notebooks: results are
 visible when ``after_turn`` returns), ``background`` in one worker thread per memory,
 ``manual`` only in ``flush`` — creating the runner then writes nothing (no lease of a dead
-worker is released before the first flush), so a memory opened to look changes nothing.
+worker is released before the first flush), so a memory opened to look changes nothing —
+and ``external`` not at all: other processes on the same database run them (app processes
+that only serve turns beside dedicated workers; ``flush`` waits for those workers).
 
 A runner claims only the jobs whose needs its memory provides (``provides``: a memory with
 a chat model provides ``"llm"``); the others wait for a memory that can run them, and
@@ -55,7 +57,7 @@ class JobRunner:
         storage: Storage,
         handlers: dict[str, Handler],
         *,
-        mode: Literal["inline", "background", "manual"],
+        mode: Literal["inline", "background", "manual", "external"],
         max_attempts: int,
         backoff_seconds: float,
         lease_seconds: float,
@@ -168,7 +170,7 @@ class JobRunner:
             due = self._storage.jobs.next_due(provides)
             now = time.monotonic()
             if due is None:
-                left = self.backlog()
+                left = 0 if self.mode == "external" else self.backlog()
                 if left == 0:
                     return True
                 if left != last or self.busy:

@@ -1,9 +1,10 @@
 """The relational store: the one owner of every record, and the only package that speaks SQL.
 
 :class:`Storage` is one :class:`~.database.Database` (SQLite in a data directory by
-default) and a repository per table family — ``threads`` (and their messages),
-``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``units`` (the
-conversation's recall units), ``store_items``, ``checkpoints`` — plus the operations that span families: ``results`` (a job's output,
+default, PostgreSQL by URL) and a repository per table family — ``threads`` (and their
+messages), ``summaries``, ``entities``, ``memories``, ``jobs``, ``episodes``, ``units`` (the
+conversation's recall units), ``store_items``, ``checkpoints`` — plus the operations that
+span families: ``results`` (a job's output,
 committed with the job), ``forgetting`` (journaled deletes) and ``portability`` (a user's
 rows out and in). The layers above speak the row types of :mod:`.rows` only, so a second
 database implements :class:`~.database.Database` and keeps every layer.
@@ -22,6 +23,7 @@ from .forgetting import Forgetting
 from .jobs import Jobs
 from .memories import Memories
 from .portability import Portability
+from .postgres import PostgresDatabase
 from .results import Results
 from .rows import (
     AppendResult,
@@ -40,8 +42,8 @@ from .rows import (
     ThreadRow,
     Unit,
 )
-from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
 from .schema import MIGRATIONS
+from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
 from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads
@@ -63,6 +65,7 @@ __all__ = [
     "JobRow",
     "MemoryRow",
     "NewMessage",
+    "PostgresDatabase",
     "SQLiteDatabase",
     "Storage",
     "StoreRow",
@@ -114,6 +117,25 @@ class Storage:
             db.close()
             raise
 
+    @classmethod
+    def open_url(
+        cls, url: str, *, decay: float = 0.95, pool_min: int = 1, pool_max: int = 10, rekeep: bool = True,
+        **kwargs: Any,
+    ) -> Storage:
+        """The PostgreSQL store at ``url`` (the schema is created or migrated if needed);
+        ``kwargs`` go to :class:`PostgresDatabase`."""
+        db = PostgresDatabase(url, pool_min=pool_min, pool_max=pool_max, **kwargs)
+        try:
+            return cls(db, decay=decay, rekeep=rekeep)
+        except BaseException:
+            db.close()
+            raise
+
+    @property
+    def dialect(self) -> Dialect:
+        """Which database this is (``dialect.name``: ``"sqlite"`` or ``"postgresql"``)."""
+        return self.db.dialect
+
     @property
     def location(self) -> str:
         """Where the data lives (the file, or the server without its password)."""
@@ -150,7 +172,7 @@ class Storage:
         with self.db.read() as tx:
             out = {
                 "users": int(tx.scalar(
-                    "SELECT COUNT(*) FROM (SELECT user_id FROM threads UNION SELECT user_id FROM memories)"
+                    "SELECT COUNT(*) FROM (SELECT user_id FROM threads UNION SELECT user_id FROM memories) AS u"
                 )),
                 "threads": int(tx.scalar("SELECT COUNT(*) FROM threads")),
                 "messages": int(tx.scalar("SELECT COUNT(*) FROM messages")),

@@ -3,17 +3,30 @@
 The table-family modules write their SQL once, with ``?`` placeholders, against :class:`Tx`;
 a :class:`Database` hands out read and write transactions on SQLite or PostgreSQL and says,
 through its :class:`Dialect`, the few spellings that differ (``MAX(a, b)`` against
-``GREATEST(a, b)``, a claim's ``FOR UPDATE SKIP LOCKED``).
+``GREATEST(a, b)``, a claim's ``FOR UPDATE SKIP LOCKED``, how tables are listed, entity
+full-text search).
+
+Concurrency: SQLite has one writer at a time (``BEGIN IMMEDIATE``), so a write transaction
+may read, decide and write. PostgreSQL runs writers side by side (READ COMMITTED), so the
+repositories say what must not interleave: :meth:`Tx.serialize` on a user (every write of a
+user's records takes it first, so a forget cannot miss a row written beside it), and
+``FOR UPDATE`` on the rows a decision reads. On SQLite both are no-ops.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .text_search import FTS5, TSVECTOR
+
+if TYPE_CHECKING:
+    from .text_search import TextSearch
 
 
 @dataclass(frozen=True)
@@ -28,10 +41,45 @@ class Dialect:
     skip_locked: str
     #: Positional placeholder.
     placeholder: str
+    #: Appended to a ``SELECT`` whose rows the transaction goes on to change on the strength
+    #: of what it read (a lease check): other writers wait instead of interleaving.
+    for_update: str
+    #: A statement taking a transaction-scoped lock on a 64-bit key (``""``: writes are
+    #: serialised already).
+    advisory_lock: str
+    #: A query of the names of the tables in the database (its current schema).
+    tables: str
+    #: A statement keeping other writers off a table until the transaction ends, for the
+    #: rare write that must see every row (``{}`` is the table; ``""``: one writer anyway).
+    lock_table: str
+    #: After rows were inserted with their own ``id``: move the table's id counter past
+    #: them (``{0}`` is the table; ``""``: the counter follows by itself).
+    sync_identity: str
+    #: Entity full-text search.
+    text_search: TextSearch
 
 
-SQLITE = Dialect("sqlite", "MAX", "MIN", "", "?")
-POSTGRESQL = Dialect("postgresql", "GREATEST", "LEAST", " FOR UPDATE SKIP LOCKED", "%s")
+SQLITE = Dialect(
+    name="sqlite", greatest="MAX", least="MIN", skip_locked="", placeholder="?", for_update="",
+    advisory_lock="", tables="SELECT name FROM sqlite_master WHERE type = 'table'", lock_table="",
+    sync_identity="", text_search=FTS5,
+)
+POSTGRESQL = Dialect(
+    name="postgresql", greatest="GREATEST", least="LEAST", skip_locked=" FOR UPDATE SKIP LOCKED",
+    placeholder="%s", for_update=" FOR UPDATE", advisory_lock="SELECT pg_advisory_xact_lock(?)",
+    tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    lock_table="LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
+    sync_identity="SELECT setval(pg_get_serial_sequence('{0}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {0}",
+    text_search=TSVECTOR,
+)
+
+
+def lock_key(name: str) -> int:
+    """A signed 64-bit key for ``name`` (an advisory lock's key; a collision only makes two
+    users wait for each other)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
 
 # Placeholders outside quoted literals; our statements quote no question marks, but a
 # literal containing one must survive the translation.
@@ -57,15 +105,15 @@ class Tx:
         """Run one statement; returns the driver's cursor."""
         return self.conn.execute(self._sql(sql), tuple(args))
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run one statement for each row of arguments."""
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Run one statement for each row of arguments; how many rows they touched."""
         if not rows:
-            return
+            return 0
         if hasattr(self.conn, "executemany"):
-            self.conn.executemany(self._sql(sql), [tuple(r) for r in rows])
-        else:
-            with self.conn.cursor() as cur:
-                cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+            return int(self.conn.executemany(self._sql(sql), [tuple(r) for r in rows]).rowcount)
+        with self.conn.cursor() as cur:
+            cur.executemany(self._sql(sql), [tuple(r) for r in rows])
+            return int(cur.rowcount)
 
     def one(self, sql: str, args: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         """The first row of a query, or ``None``."""
@@ -97,6 +145,29 @@ class Tx:
     def in_list(self, values: Sequence[Any]) -> str:
         """``(?, ?, …)`` for an ``IN`` over ``values`` (at least one)."""
         return "(" + ",".join("?" * len(values)) + ")"
+
+    def serialize(self, *users: str) -> None:
+        """Make this write wait for, and hold off, every other write of these users until it
+        ends. Call it first in a transaction that writes a user's records: on PostgreSQL a
+        transaction-scoped advisory lock per user (in one order, so two never deadlock); on
+        SQLite nothing, its one write lock already does it."""
+        if self.dialect.advisory_lock:
+            for key in sorted({lock_key("user:" + u) for u in users}):
+                self.execute(self.dialect.advisory_lock, (key,))
+
+    def lock_table(self, table: str) -> None:
+        """Hold off other writers of ``table`` (not its readers) until this transaction ends."""
+        if self.dialect.lock_table:
+            self.execute(self.dialect.lock_table.format(table))
+
+    def sync_identity(self, table: str) -> None:
+        """Move ``table``'s id counter past the ids inserted explicitly (a copy)."""
+        if self.dialect.sync_identity:
+            self.execute(self.dialect.sync_identity.format(table))
+
+    def tables(self) -> set[str]:
+        """The names of the tables in the database."""
+        return set(self.column(self.dialect.tables))
 
 
 class Database(abc.ABC):

@@ -2,7 +2,8 @@
 
 A new value of an attribute supersedes the old one, which is kept with when it was learned,
 from which message and when it was superseded. Names, types and current values are indexed
-for full-text search: FTS5 on SQLite (``entities_fts``, kept in step by triggers).
+for full-text search, each database its own way (``text_search.py``: FTS5 on SQLite, a
+``tsvector`` on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ class Entities:
 
     def of_user(self, user_id: str, limit: int | None = None) -> list[EntityRow]:
         """The user's entities, most recently updated first, with current attributes."""
+        sql = "SELECT id FROM entities WHERE user_id = ? ORDER BY updated_at DESC, id DESC"
+        args: tuple[object, ...] = (user_id,)
+        if limit is not None:  # no "LIMIT -1": PostgreSQL refuses a negative limit
+            sql, args = sql + " LIMIT ?", (user_id, limit)
         with self.db.read() as tx:
-            ids = tx.column(
-                "SELECT id FROM entities WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?",
-                (user_id, -1 if limit is None else limit),
-            )
-            return entity_rows(tx, ids, history=False)
+            return entity_rows(tx, tx.column(sql, args), history=False)
 
     def get(self, user_id: str, name_key: str) -> EntityRow | None:
         """One entity by normalised name, with its whole attribute history."""
@@ -40,15 +41,8 @@ class Entities:
         """The user's entities matching any of ``terms`` (words), best first, then newest."""
         if not terms:
             return []
-        # Quoted, so words like AND/NEAR or a stray '*' are searched for, not interpreted.
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in dict.fromkeys(terms))
         with self.db.read() as tx:
-            ids = tx.column(
-                "SELECT e.id FROM entities_fts f JOIN entities e ON e.id = f.rowid "
-                "WHERE entities_fts MATCH ? AND e.user_id = ? "
-                "ORDER BY f.rank, e.updated_at DESC LIMIT ?",
-                (match, user_id, limit),
-            )
+            ids = tx.dialect.text_search.match(tx, user_id, terms, limit)
             return entity_rows(tx, ids, history=False)
 
     def count(self) -> int:
@@ -111,16 +105,17 @@ def upsert_entity(tx: Tx, user_id: str, thread_id: str, update: EntityUpdate, no
 
 def refresh_search_text(tx: Tx, entity_id: int) -> None:
     """Index an entity's type and current attributes beside its name."""
-    kind = tx.scalar("SELECT type FROM entities WHERE id = ?", (entity_id,))
-    if kind is None:
+    row = tx.one("SELECT name, type FROM entities WHERE id = ?", (entity_id,))
+    if row is None:
         return
+    name, kind = row
     pairs = tx.all(
         "SELECT key, value FROM entity_attributes WHERE entity_id = ? AND superseded_at IS NULL "
         "ORDER BY id",
         (entity_id,),
     )
     text = " ".join([kind, *(f"{k} {v}" for k, v in pairs)])
-    tx.execute("UPDATE entities SET search_text = ? WHERE id = ? AND search_text != ?", (text, entity_id, text))
+    tx.dialect.text_search.index(tx, entity_id, name, text)
 
 
 def entity_rows(tx: Tx, ids: list[int], *, history: bool) -> list[EntityRow]:

@@ -51,6 +51,7 @@ class Episodes(Indexed):
         """Store an episode; with ``job``, finish the job in the same transaction (``False``,
         storing nothing, when the worker lost its lease)."""
         with self.db.write() as tx:
+            tx.serialize(episode.user_id)
             if job is not None and not holds_lease(tx, job.id, worker):
                 return False
             insert_episodes(tx, [episode])

@@ -63,6 +63,11 @@ class Forgetting:
         Returns the counts and the journaled op (``None`` when no index point is left)."""
         with self.db.write() as tx:
             row = tx.one("SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,))
+            lock_owner = row[1] if row is not None else user_id
+            if lock_owner is not None:
+                tx.serialize(lock_owner)
+                # Read again under the owner's lock: an append may have created it meanwhile.
+                row = tx.one("SELECT id, user_id FROM threads WHERE thread_id = ?", (thread_id,))
             counts: dict[str, int] = {"threads": 0, "messages": 0}
             owner = row[1] if row else user_id
             if row is not None and user_id is not None and row[1] != user_id:
@@ -108,6 +113,10 @@ class Forgetting:
         memories, store items and the checkpoints of their threads (those in ``threads`` and
         those whose checkpoint metadata names them)."""
         with self.db.write() as tx:
+            tx.serialize(user_id)
+            # Store items name their user only inside the namespace, so their writers take no
+            # user lock: hold them off while this reads which items are the user's.
+            tx.lock_table("store_items")
             threads = tx.column("SELECT thread_id FROM threads WHERE user_id = ?", (user_id,))
             threads += sorted(checkpoint_threads_of(tx, user_id))
             memories = tx.column("SELECT id FROM memories WHERE user_id = ?", (user_id,))
@@ -140,6 +149,7 @@ class Forgetting:
     def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[int, int | None]:
         """Delete the user's memories among ``ids`` (another user's are left alone)."""
         with self.db.write() as tx:
+            tx.serialize(user_id)
             mine: list[str] = []
             for chunk in chunks(list(ids)):
                 mine += tx.column(
@@ -153,6 +163,7 @@ class Forgetting:
     def entity(self, user_id: str, name_key: str) -> int:
         """Delete one entity profile and its attribute history (no index points)."""
         with self.db.write() as tx:
+            tx.serialize(user_id)
             return delete_entities(tx, "user_id = ? AND name_key = ?", (user_id, name_key))
 
     # --- the journal --------------------------------------------------------------------

@@ -78,7 +78,11 @@ def _runnable(tx: Tx, provides: Sequence[str] | None) -> tuple[str, tuple[Any, .
 
 def holds_lease(tx: Tx, job_id: int, worker: str) -> bool:
     """Whether ``worker`` still holds the running job's lease (checked before committing)."""
-    owner = tx.one("SELECT leased_by FROM jobs WHERE id = ? AND status = 'running'", (job_id,))
+    # Locked until the commit: a worker whose lease just ran out cannot claim the job (its
+    # claim skips locked rows) between this check and the results it guards.
+    owner = tx.one(
+        f"SELECT leased_by FROM jobs WHERE id = ? AND status = 'running'{tx.dialect.for_update}", (job_id,)
+    )
     return owner is not None and owner[0] == worker
 
 
@@ -106,6 +110,7 @@ class Jobs:
     ) -> bool:
         """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
         with self.db.write() as tx:
+            tx.serialize(user_id)
             return enqueue(tx, kind, user_id, thread_key, payload, now, needs)
 
     def claim(
@@ -227,11 +232,10 @@ class Jobs:
 
     def rows(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
         """Journal rows, newest first, optionally of one status."""
+        # Two statements rather than "? IS NULL": PostgreSQL cannot type a bare NULL parameter.
+        where, args = ("", ()) if status is None else (" WHERE status = ?", (status,))
         with self.db.read() as tx:
-            rows = tx.all(
-                f"SELECT {JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR status = ?) ORDER BY id DESC LIMIT ?",
-                (status, status, limit),
-            )
+            rows = tx.all(f"SELECT {JOB_COLUMNS} FROM jobs{where} ORDER BY id DESC LIMIT ?", (*args, limit))
         return [JobRow(*r) for r in rows]
 
     def next_due(self, provides: Sequence[str] | None = None) -> float | None:

@@ -115,6 +115,7 @@ class Memories(Indexed):
     def add(self, rows: Sequence[MemoryRow]) -> list[str]:
         """Insert memories (see :func:`insert_memories`) in one transaction."""
         with self.db.write() as tx:
+            tx.serialize(*{r.user_id for r in rows})
             return insert_memories(tx, rows, self.decay)
 
     def update(self, memory_id: str, changes: Mapping[str, Any], now: str) -> None:
@@ -144,6 +145,7 @@ class Memories(Indexed):
         metadata = {**target.metadata, **new.metadata}
         sources = list(dict.fromkeys([*target.source_messages, *new.source_messages]))
         with self.db.write() as tx:
+            tx.serialize(target.user_id)
             tx.execute(
                 "UPDATE memories SET content = ?, memory_type = ?, importance = ?, metadata = ?, "
                 "session_id = COALESCE(?, session_id), source_messages = ?, updated_at = ?, "
@@ -168,6 +170,13 @@ class Memories(Indexed):
         if not ids:
             return
         with self.db.write(durable=False) as tx:
+            if tx.dialect.advisory_lock:
+                # Taken like every other write of these rows (a job's supersede), so two
+                # transactions never lock the same memories in opposite orders.
+                owners: set[str] = set()
+                for chunk in chunks(list(ids)):
+                    owners.update(tx.column(f"SELECT user_id FROM memories WHERE id IN {tx.in_list(chunk)}", chunk))
+                tx.serialize(*owners)
             for chunk in chunks(list(ids)):
                 tx.execute(
                     "UPDATE memories SET last_accessed = ?, access_count = access_count + 1, "

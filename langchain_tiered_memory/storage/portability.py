@@ -52,6 +52,7 @@ class Portability:
         """
         location = self.db.location
         with self.db.write() as tx:
+            tx.serialize(user_id)
             has_rows = tx.one(
                 "SELECT 1 FROM threads WHERE user_id = ? UNION ALL SELECT 1 FROM entities WHERE user_id = ? "
                 "UNION ALL SELECT 1 FROM episodes WHERE user_id = ? "

@@ -81,6 +81,7 @@ class Results:
         of one user cannot lose each other's attributes.
         """
         with self.db.write() as tx:
+            tx.serialize(user_id)
             if not holds_lease(tx, job.id, worker):
                 return False
             for update in entities:
@@ -112,6 +113,7 @@ class Results:
     def add_memories(self, rows: Sequence[MemoryRow]) -> list[str]:
         """Insert memories (``remember``), superseding older values of their subjects."""
         with self.db.write() as tx:
+            tx.serialize(*{r.user_id for r in rows})
             inserted = insert_memories(tx, rows, self.decay)
             keep = set(inserted)
             supersede(tx, [r for r in rows if r.id in keep])

@@ -200,9 +200,7 @@ class SQLiteDatabase(Database):
         """Merge the entity full-text index (its old segments go, zeroed by secure_delete)
         and truncate the write-ahead log, whose old frames may still hold deleted rows."""
         with self.write() as tx:
-            tables = {r[0] for r in tx.all("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if "entities_fts" in tables:
-                tx.execute("INSERT INTO entities_fts(entities_fts) VALUES ('optimize')")
+            tx.dialect.text_search.optimize(tx)
         with self._lock, self._errors():
             busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:  # another connection is reading: the next forget (or close) truncates it

@@ -102,14 +102,20 @@ class Threads:
         is what the job needs of the memory that runs it (``storage/jobs.py``).
         """
         with self.db.write() as tx:
-            row = tx.one(f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?", (thread_id,))
+            tx.serialize(user_id)
+            # Locked, so two appends to the thread take turns for its next seq.
+            select = f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?{tx.dialect.for_update}"
+            row = tx.one(select, (thread_id,))
             if row is None:
+                # Another user may be creating the same thread id at this moment: the
+                # conflict leaves theirs, and the ownership check below refuses this one.
                 tx.execute(
                     "INSERT INTO threads (thread_id, user_id, created_at, updated_at, next_seq, "
-                    "generation, evicted_through) VALUES (?, ?, ?, ?, 0, 0, -1)",
+                    "generation, evicted_through) VALUES (?, ?, ?, ?, 0, 0, -1) "
+                    "ON CONFLICT(thread_id) DO NOTHING",
                     (thread_id, user_id, now, now),
                 )
-                row = tx.one(f"SELECT {THREAD_COLUMNS} FROM threads WHERE thread_id = ?", (thread_id,))
+                row = tx.one(select, (thread_id,))
                 assert row is not None
             thread = ThreadRow(*row)
             if thread.user_id != user_id:

@@ -90,6 +90,11 @@ class Units(Indexed):
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    def count(self) -> int:
+        """How many units there are, of every user."""
+        with self.db.read() as tx:
+            return int(tx.scalar("SELECT COUNT(*) FROM units"))
+
     def get_many(self, ids: Sequence[str]) -> dict[str, UnitRow]:
         """The units among ``ids`` that exist, by id."""
         out: dict[str, UnitRow] = {}
