@@ -42,6 +42,7 @@ from .index import RecallIndex
 from .items import Items
 from .jobs import JobHandlers, JobRunner
 from .recall import Evidence, RecallLayer
+from .spending import Spending
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
 from .summary import SummaryLayer
@@ -50,6 +51,7 @@ from .turn import TurnResult, Turns
 from .views import MemoryStats, SearchResults
 
 if TYPE_CHECKING:
+    from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.chat_history import BaseChatMessageHistory
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
@@ -71,6 +73,20 @@ def register_adapter(name: str, factory: Callable[..., Any]) -> None:
     (the package does it), so the facade never imports them.
     """
     _ADAPTERS[name] = factory
+
+
+def _registered(name: str) -> Callable[..., Any]:
+    """The adapter factory ``name``, registering the adapters first if no import did yet
+    (the package root loads lazily, so ``from langchain_tiered_memory.memory import
+    TieredMemory`` may come first). By name, at call time: no import edge to the adapters."""
+    if name not in _ADAPTERS:
+        import importlib
+
+        importlib.import_module(f"{__package__}.integrations")
+    factory = _ADAPTERS.get(name)
+    if factory is None:
+        raise ConfigError(f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations")
+    return factory
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,10 @@ class TieredMemory:
             instead of the embedded Qdrant Edge shard under ``data_dir`` (several processes
             can then recall at once).
         qdrant_client: A ``qdrant_client.QdrantClient`` to use instead of ``qdrant_url``.
+        callbacks: LangChain callback handlers (tracers) for the background jobs' runs: each
+            job is a run named ``tiered-memory extract`` / ``episode`` with the user and
+            thread in its metadata, its model calls as children (LangSmith needs nothing
+            here: its environment variables reach the jobs).
 
     Use it as a context manager, or call :meth:`close` when done.
     """
@@ -115,6 +135,7 @@ class TieredMemory:
         qdrant_url: str | None = None,
         qdrant_api_key: str | None = None,
         qdrant_client: Any = None,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
     ) -> None:
         self.config = _as_config(config)
         self.model = model
@@ -169,9 +190,12 @@ class TieredMemory:
             storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now
         )
         handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
+        # What jobs spend on the model is metered and budgeted (usage.py, budget.py).
+        self._spend = Spending(storage, config.budget, self._now, lambda: not self.extractor.offline, callbacks)
         self._jobs = JobRunner(
             storage,
-            handlers.handlers(),
+            self._spend.metered(handlers.handlers()),
+            gate=self._spend.gate,
             periodic=self._end_idle_sessions,
             upkeep=self._upkeep,
             backlog=self._backlog,
@@ -389,7 +413,10 @@ class TieredMemory:
     def stats(self) -> MemoryStats:
         """Counts of what is stored, the database's size, the index, and the job journal.
 
-        ``failed_jobs`` lists the jobs that failed for good, with their reasons;
+        ``failed_jobs`` lists the jobs that failed for good, with their reasons; ``usage``
+        what the jobs' LLM calls cost (calls, prompt and completion tokens, time; in all,
+        per day and per user) and ``budget`` the spend budget's state (jobs waiting on it,
+        when it frees);
         ``index`` says how many records wait for their vector point and, while another
         process holds the index, why this one cannot write them. Reading changes nothing.
         """
@@ -409,6 +436,7 @@ class TieredMemory:
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs.rows("failed", limit=20)
             ],
+            **self._spend.stats(),
         })
 
     # --- adapters ---------------------------------------------------------------------
@@ -417,12 +445,7 @@ class TieredMemory:
         self._check_open()
         with self._adapter_lock:
             if name not in self._adapters:
-                factory = _ADAPTERS.get(name)
-                if factory is None:
-                    raise ConfigError(
-                        f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations"
-                    )
-                self._adapters[name] = factory(self)
+                self._adapters[name] = _registered(name)(self)
             return self._adapters[name]
 
     @property
@@ -455,18 +478,12 @@ class TieredMemory:
     def chat_history(self, user_id: str, thread_id: str) -> BaseChatMessageHistory:
         """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""
         self._check_open()
-        factory = _ADAPTERS.get("chat_history")
-        if factory is None:
-            raise ConfigError("no chat_history adapter is registered; import langchain_tiered_memory.integrations")
-        return factory(self, user_id, thread_id)  # type: ignore[no-any-return]
+        return _registered("chat_history")(self, user_id, thread_id)  # type: ignore[no-any-return]
 
     def as_vectorstore(self, user_id: str) -> Any:
         """A LangChain ``VectorStore`` over ``user_id``'s long-term memories."""
         check_id("user_id", user_id)
-        factory = _ADAPTERS.get("vectorstore")
-        if factory is None:
-            raise ConfigError("no vectorstore adapter is registered; import langchain_tiered_memory.integrations")
-        return factory(self, user_id)
+        return _registered("vectorstore")(self, user_id)
 
     # --- forgetting -------------------------------------------------------------------
 

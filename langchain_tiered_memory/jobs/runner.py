@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..errors import MemoryClosedError
 from ..storage import JobRow, Storage
@@ -33,6 +33,19 @@ from ..storage import JobRow, Storage
 logger = logging.getLogger("langchain_tiered_memory")
 
 Handler = Callable[[JobRow, str], None]
+
+
+class JobGate(Protocol):
+    """What may hold a claimed job back (the spend budget, ``budget.SpendGate``)."""
+
+    def defer(self, job: JobRow, worker: str) -> bool:
+        """Put the job back to wait, without counting the attempt; ``True`` if it did."""
+
+    def release(self) -> int:
+        """Make due the held jobs that may run now."""
+
+    def next_due(self) -> float | None:
+        """When the next job that is not held is due (``flush`` does not wait for held ones)."""
 _POLL_SECONDS = 1.0
 # Upkeep that makes no progress this long ends a flush (the error is logged).
 _STALLED_SECONDS = 10.0
@@ -55,8 +68,10 @@ class JobRunner:
         periodic: Callable[[], None] | None = None,
         upkeep: Callable[[], int] | None = None,
         backlog: Callable[[], int] | None = None,
+        gate: JobGate | None = None,
     ) -> None:
         self._storage = storage
+        self._gate = gate
         self._periodic = periodic
         #: Work besides jobs, run after each batch of jobs; returns how much it did (and
         #: ``flush`` waits until it does nothing more).
@@ -95,6 +110,8 @@ class JobRunner:
         ran = 0
         # One runner at a time per memory: inline callers in several threads take turns.
         with self._run_lock:
+            if self._gate is not None:
+                self._gate.release()
             while not self._stop.is_set():
                 job = self._storage.jobs.claim(self.worker_id, self._lease, max_attempts=self._max_attempts)
                 if job is None:
@@ -133,7 +150,8 @@ class JobRunner:
         done; ``False`` if ``timeout`` ran out first, or the upkeep stopped making progress
         (its failure is logged).
 
-        Jobs waiting for a retry are waited for; failed jobs are not.
+        Jobs waiting for a retry are waited for; failed jobs, and jobs waiting for the spend
+        budget, are not.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         last, since = -1, time.monotonic()
@@ -142,7 +160,7 @@ class JobRunner:
                 self.run_due()
             else:
                 self._wake.set()
-            due = self._storage.jobs.next_due()
+            due = self._storage.jobs.next_due() if self._gate is None else self._gate.next_due()
             now = time.monotonic()
             if due is None:
                 left = self.backlog()
@@ -172,6 +190,8 @@ class JobRunner:
 
     def _run(self, job: JobRow) -> None:
         handler = self._handlers.get(job.kind)
+        if handler is not None and self._gate is not None and self._gate.defer(job, self.worker_id):
+            return  # over the spend budget: it waits, its attempt not counted
         try:
             if handler is None:
                 raise RuntimeError(f"no handler for jobs of kind {job.kind!r}")

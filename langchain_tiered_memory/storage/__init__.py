@@ -46,6 +46,7 @@ from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads
 from .units import UnitRow, Units
+from .usage import Usage, UsageRow
 
 __all__ = [
     "APPLICATION_ID",
@@ -72,6 +73,8 @@ __all__ = [
     "Tx",
     "Unit",
     "UnitRow",
+    "Usage",
+    "UsageRow",
     "ns_path",
 ]
 
@@ -98,6 +101,7 @@ class Storage:
         self.forgetting = Forgetting(db)
         self.results = Results(db, decay)
         self.portability = Portability(db, decay)
+        self.usage = Usage(db)
         if self.memories.keep_decay() != decay:
             self.memories.rekeep_all()
 
