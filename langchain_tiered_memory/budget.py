@@ -54,10 +54,10 @@ class SpendBudget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    calls_per_hour: int | None = Field(None, ge=1, description="LLM calls per hour, all users together.")
-    tokens_per_hour: int | None = Field(None, ge=1, description="Tokens per hour, all users together.")
-    user_calls_per_hour: int | None = Field(None, ge=1, description="LLM calls per hour of one user.")
-    user_tokens_per_hour: int | None = Field(None, ge=1, description="Tokens per hour of one user.")
+    calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour, all users together.")
+    tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour, all users together.")
+    user_calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour of one user.")
+    user_tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour of one user.")
 
     @property
     def limited(self) -> bool:

@@ -62,6 +62,9 @@ logger = logging.getLogger("langchain_tiered_memory")
 
 __all__ = ["ThreadInfo", "TieredMemory", "TurnResult", "register_adapter"]
 
+#: Records indexed per progress step of an import (four embedding batches).
+_IMPORT_PASS = 256
+
 # name -> factory(memory, *args): the adapters, registered by ``integrations``.
 _ADAPTERS: dict[str, Callable[..., Any]] = {}
 
@@ -699,12 +702,20 @@ class TieredMemory:
         data["memories"] = [memory_record(MemoryRow(**row)) for row in data["memories"]]
         return data
 
-    def import_user(self, user_id: str, data: dict[str, Sequence[dict[str, Any]]]) -> dict[str, int]:
+    def import_user(
+        self,
+        user_id: str,
+        data: dict[str, Sequence[dict[str, Any]]],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
         """Restore what :meth:`export_user` returned; returns counts of what was written.
 
         Refused, writing nothing, when the user already has data here or an id is taken: an
-        import restores, it never merges. Memories and episodes are indexed after (with this
-        memory's embeddings), generic store items that had vectors are embedded again.
+        import restores, it never merges. Memories, episodes and the conversation are
+        indexed after, embedded in batches with this memory's embeddings (``progress(done,
+        total)`` is called after each batch); generic store items that had vectors are
+        embedded again.
         """
         check_id("user_id", user_id)
         self._check_open()
@@ -714,9 +725,16 @@ class TieredMemory:
         counts = self._storage.portability.import_user(
             user_id, rows, counter=self.counter.name, now=self._clock().isoformat()
         )
-        self._jobs.notify()
         if self._index.available():
-            self._index.sync()
+            total = self._storage.unindexed_count()
+            # Bounded passes (a few embedding batches each) rather than one, to report
+            # progress; counted by what is left, since a background worker may index too.
+            while self._index.sync(limit=_IMPORT_PASS):
+                if progress is not None:
+                    left = self._storage.unindexed_count()
+                    total = max(total, left)
+                    progress(total - left, total)
+        self._jobs.notify()
         return counts
 
     # --- episodes ---------------------------------------------------------------------

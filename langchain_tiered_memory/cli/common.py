@@ -7,9 +7,10 @@ module level: the memory, LangChain and pydantic load inside the command that ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DataDirError
@@ -128,6 +129,34 @@ def config(args: argparse.Namespace, **fields: Any) -> MemoryConfig:
 
 
 # --- printing ---------------------------------------------------------------------------
+
+#: Work shorter than this many items shows no progress bar.
+PROGRESS_MIN = 100
+
+
+@contextlib.contextmanager
+def progress_bar(desc: str, *, unit: str = "it") -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a tqdm bar on stderr once the work is
+    long (``total >= PROGRESS_MIN``); closed on exit."""
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            if total < PROGRESS_MIN:
+                return
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.2)
+        bar.total = max(bar.total or 0, total)
+        bar.update(done - bar.n)
+
+    try:
+        yield progress
+    finally:
+        if bar is not None:
+            bar.close()
+
 
 
 def print_json(value: Any) -> None:

@@ -53,8 +53,10 @@ def import_(args: argparse.Namespace) -> int:
 
     # The whole file is checked before the memory is opened, let alone created.
     user_id, data = load_jsonl(sys.stdin if args.file == "-" else args.file)
-    with common.open_memory(args, create=True) as memory:
-        counts = memory.import_user(user_id, data)
+    # Inline jobs: no background worker indexes beside the import (its progress is ours).
+    with common.open_memory(args, create=True, config=common.config(args, job_mode="inline")) as memory:
+        with common.progress_bar("embedding", unit="record") as progress:
+            counts = memory.import_user(user_id, data, progress=progress)
         where = memory.data_dir
     if args.json:
         common.print_json({"user_id": user_id, "counts": counts})
