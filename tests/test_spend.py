@@ -181,3 +181,30 @@ def test_bad_budgets_are_config_errors_naming_the_field():
         MemoryConfig(budget={"tokens_per_hour": 0})
     with pytest.raises(ConfigError, match="budget.calls_per_day"):
         MemoryConfig(budget={"calls_per_day": 5})
+
+
+def test_the_cli_stats_shows_spend_per_day_and_user(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    clock = Clock(T0)
+    model = ScriptedChatModel(default=answer(1_000, 200))
+    with _open(tmp_path, model, clock, budget={"user_calls_per_hour": 1}) as m:
+        _turn(m, "alice", "a1", 1)
+        _turn(m, "alice", "a1", 2)  # waits for the budget
+        clock.now = T0 + timedelta(days=1)
+        _turn(m, "bob", "b1", 1)
+    cli = [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(tmp_path / "m"), "stats"]
+    root = Path(__file__).parent.parent
+    text = subprocess.run(cli, capture_output=True, text=True, cwd=root, timeout=120)
+    data = subprocess.run([*cli, "--json"], capture_output=True, text=True, cwd=root, timeout=120)
+    assert text.returncode == 0 and data.returncode == 0, text.stderr + data.stderr
+    usage = json.loads(data.stdout)["usage"]
+    # alice's second job waited, and ran when bob's turn a day later found the budget free.
+    assert usage["total"]["calls"] == 3 and usage["by_user"]["bob"]["input_tokens"] == 1_000
+    out = text.stdout
+    assert "LLM spend: 3 calls, 3,000 prompt + 600 completion tokens" in out and "3 function_calling" in out
+    assert "    2026-03-02  1 calls, 1,000 prompt + 200 completion tokens" in out
+    assert "    2026-03-03  2 calls" in out and "    alice  2 calls" in out and "    bob  1 calls" in out

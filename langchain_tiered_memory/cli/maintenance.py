@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from . import common
 
@@ -29,6 +30,8 @@ def stats(args: argparse.Namespace) -> int:
     print(f"disk: {common.size(total)} in all{parts}")
     jobs = stats.pop("jobs", {})
     failed = stats.pop("failed_jobs", [])
+    usage = stats.pop("usage", None)
+    budget = stats.pop("budget", None)
     counts = {k: v for k, v in stats.items() if isinstance(v, int) and not isinstance(v, bool)}
     print(" · ".join(f"{v} {k}" for k, v in counts.items()))
     for key, value in stats.items():
@@ -41,7 +44,42 @@ def stats(args: argparse.Namespace) -> int:
         for job in failed:
             print(f"  {job.get('key')}  {job.get('attempts')} attempts, last {job.get('at')}")
             print(f"      {' '.join(str(job.get('reason')).split())}")
+    if usage is not None:
+        _print_usage(usage)
+    if budget is not None and (budget.get("limits") or budget.get("waiting_jobs")):
+        _print_budget(budget)
     return 0
+
+
+def _spend(t: Mapping[str, Any]) -> str:
+    return (f"{t['calls']} calls, {t['input_tokens']:,} prompt + {t['output_tokens']:,} completion tokens, "
+            f"{t['duration_s']:.1f} s in {t['jobs']} jobs")
+
+
+def _print_usage(usage: Mapping[str, Any]) -> None:
+    """The jobs' LLM spend: in all, per day (newest last) and per user (most tokens first)."""
+    total = usage["total"]
+    if not total["calls"]:
+        print("LLM spend: none (no job called a model)")
+        return
+    methods = " · ".join(f"{n} {m}" for m, n in usage.get("methods", {}).items())
+    print(f"LLM spend: {_spend(total)}" + (f" (method: {methods})" if methods else ""))
+    print("  per day:")
+    for day, t in usage["by_day"].items():
+        print(f"    {day}  {_spend(t)}")
+    shown = usage["by_user"]
+    more = usage.get("users", len(shown)) - len(shown)
+    print("  per user" + (f" (the {len(shown)} who spent most; {more} more)" if more > 0 else "") + ":")
+    for user, t in shown.items():
+        print(f"    {user}  {_spend(t)}")
+
+
+def _print_budget(budget: Mapping[str, Any]) -> None:
+    limits = " · ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in budget["limits"].items()) or "none"
+    hour = budget["last_hour"]
+    print(f"spend budget: {limits}; last hour {hour['calls']} calls, {hour['tokens']:,} tokens")
+    if budget["waiting_jobs"]:
+        print(f"  {budget['waiting_jobs']} jobs wait for the budget; it frees at {budget['frees_at']}")
 
 
 def reindex(args: argparse.Namespace) -> int:
