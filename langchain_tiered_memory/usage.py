@@ -172,6 +172,9 @@ def metered(
     from langchain_core.runnables import RunnableLambda
 
     def run(job: JobRow, worker: str) -> None:
+        def body(_key: str) -> None:  # the run's input is the job's key
+            handler(job, worker)
+
         meter = JobMeter(kind, job.user_id, thread_id(job), job.key, callbacks)
         token = _current.set(meter)
         ok = False
@@ -179,7 +182,7 @@ def metered(
             # The handler runs inside the job's run: the model calls it makes (in this
             # thread or one started from its context) are children of it, with its
             # tags, metadata and callbacks.
-            RunnableLambda(lambda _: handler(job, worker), name=meter.config["run_name"]).invoke(None, meter.config)
+            RunnableLambda(body, name=meter.config["run_name"]).invoke(job.key, meter.config)
             ok = True
         finally:
             _current.reset(token)

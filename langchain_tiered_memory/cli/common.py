@@ -145,7 +145,7 @@ def progress_bar(desc: str, *, unit: str = "it") -> Iterator[Callable[[int, int]
         if bar is None:
             if total < PROGRESS_MIN:
                 return
-            from tqdm import tqdm
+            from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
             bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=0.2)
         bar.total = max(bar.total or 0, total)

@@ -164,7 +164,8 @@ class Usage:
     def next_due(self) -> float | None:
         """When the next job not waiting for the budget is due (see ``Jobs.next_due``)."""
         with self.db.read() as tx:
-            return tx.scalar(
+            due = tx.scalar(
                 "SELECT MIN(CASE status WHEN 'pending' THEN next_run_at ELSE lease_until END) "
                 "FROM jobs WHERE status IN ('pending', 'running') AND waiting IS NULL"
             )
+        return None if due is None else float(due)
