@@ -73,3 +73,22 @@ def test_connection_errors_are_told_from_slow_answers():
     assert is_connection_error(openai.APIConnectionError(request=request))
     assert not is_connection_error(openai.APITimeoutError(request=request))
     assert not is_connection_error(ValueError("bad answer"))
+
+
+def test_a_job_against_a_dead_server_records_what_to_do(tmp_path):
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from langchain_tiered_memory import MemoryConfig, TieredMemory
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    llm = ChatOpenAI(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+    config = MemoryConfig(job_mode="inline", job_max_attempts=1)
+    with TieredMemory(tmp_path / "m", config, model=llm) as memory:
+        memory.after_turn("alice", "t1", [HumanMessage("I live in Lisbon."), AIMessage("Noted.")])
+        stats = memory.stats()
+        assert len(memory.get_messages("alice", "t1")) == 2  # the turn itself is kept
+    reason = stats["failed_jobs"][0]["reason"]
+    assert "ConnectionError" in reason and "start it, or point OPENAI_BASE_URL" in reason
