@@ -1,8 +1,9 @@
 """Layered memory for LangChain and LangGraph agents.
 
-A token-budgeted conversation window over a durable SQLite log, a running summary, entity
-profiles, long-term vector memory (Qdrant Edge by default) and episodes, behind the
-interfaces agent code already uses. Start with :class:`TieredMemory`::
+A token-budgeted conversation window over a durable message log, a running summary, entity
+profiles, long-term memory and episodes -- in one local directory by default, on PostgreSQL
+and a Qdrant server past one machine -- behind the interfaces agent code already uses.
+Start with :class:`TieredMemory`::
 
     from langchain_tiered_memory import TieredMemory
 
@@ -10,128 +11,209 @@ interfaces agent code already uses. Start with :class:`TieredMemory`::
         context = memory.before_turn("alice", "thread-1")
         reply = model.invoke(context.messages + [user_message])
         memory.after_turn("alice", "thread-1", [user_message, reply])
+
+Every name is imported on first use (module ``__getattr__``): ``import
+langchain_tiered_memory`` costs nothing, ``from langchain_tiered_memory import TieredMemory``
+loads only what the memory needs, and ``tiered-memory --help`` starts without LangChain
+(``benchmarks/bench_startup.py`` measures both). The ``TYPE_CHECKING`` imports below give
+type checkers every name with its real type.
 """
 
-from .config import MemoryConfig
-from .context import ContextSection, MemoryContext, TokenUsage
-from .embeddings import (
-    CachedQueryEmbeddings,
-    HashingEmbeddings,
-    MiniLMEmbeddings,
-    SentenceTransformerEmbeddings,
-    default_embeddings,
-)
-from .entities import AttributeValue, Entity
-from .episodes import Episode, EpisodeHit
-from .errors import (
-    ConfigError,
-    CorruptDatabaseError,
-    DataDirError,
-    EmbeddingError,
-    EmbeddingMismatchError,
-    ExtractionError,
-    ExtractionTimeoutError,
-    ForeignDatabaseError,
-    InvalidIdentifierError,
-    InvalidInputError,
-    InvalidMessageError,
-    MemoryClosedError,
-    NotFoundError,
-    SchemaVersionError,
-    ShardLockedError,
-    StorageError,
-    ThreadOwnershipError,
-    TieredMemoryError,
-    TokenCounterError,
-    VectorStoreError,
-)
-from .entries import MemoryEntry, MemoryHit
-from .integrations import TieredChatMessageHistory
-from .integrations.store import TieredMemoryStore
-from .memory import ThreadInfo, TieredMemory
-from .scoring import ScoreParts
-from .tokens import TokenCounter, TokenCounterLike
-from .turn import TurnResult
-from .views import MemoryStats, SearchResults
-from .vocabulary import MemoryType
-from .window import TRUNCATION_MARKER
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-# Adapters imported on first use: they pull in LangGraph's prebuilt agents or LangChain v1
-# (the optional ``agents`` extra), which plain users of the memory never load.
-_LAZY = {
+if TYPE_CHECKING:
+    from .budget import SpendBudget
+    from .config import MemoryConfig
+    from .context import ContextSection, MemoryContext, TokenUsage
+    from .embeddings import (
+        CachedQueryEmbeddings,
+        HashingEmbeddings,
+        MiniLMEmbeddings,
+        SentenceTransformerEmbeddings,
+        default_embeddings,
+    )
+    from .entities import AttributeValue, Entity
+    from .entries import MemoryEntry, MemoryHit
+    from .episodes import Episode, EpisodeHit
+    from .errors import (
+        ConfigError,
+        CorruptDatabaseError,
+        DataDirError,
+        EmbeddingError,
+        EmbeddingMismatchError,
+        ExtractionError,
+        ExtractionTimeoutError,
+        ForeignDatabaseError,
+        InvalidIdentifierError,
+        InvalidInputError,
+        InvalidMessageError,
+        MemoryClosedError,
+        ModelUnavailableError,
+        NotFoundError,
+        SchemaVersionError,
+        ShardLockedError,
+        StorageError,
+        ThreadOwnershipError,
+        TieredMemoryError,
+        TokenCounterError,
+        VectorStoreError,
+    )
+    from .integrations import TieredChatMessageHistory
+    from .integrations.checkpointer import AsyncTieredCheckpointSaver, TieredCheckpointSaver
+    from .integrations.checkpointer_postgres import (
+        AsyncPostgresTieredCheckpointSaver,
+        PostgresTieredCheckpointSaver,
+    )
+    from .integrations.middleware import TieredMemoryMiddleware
+    from .integrations.nodes import MemoryState, recall_node, record_node
+    from .integrations.store import TieredMemoryStore
+    from .integrations.tools import create_memory_tools
+    from .integrations.vectorstore import MemoryVectorStore
+    from .llm_config import ModelSettings
+    from .memory import ThreadInfo, TieredMemory
+    from .scoring import ScoreParts
+    from .tokens import TokenCounter, TokenCounterLike
+    from .turn import TurnResult
+    from .usage import JobUsage
+    from .views import MemoryStats, SearchResults
+    from .vocabulary import MemoryType
+    from .window import TRUNCATION_MARKER
+
+_ERRORS = (
+    "ConfigError", "CorruptDatabaseError", "DataDirError", "EmbeddingError", "EmbeddingMismatchError",
+    "ExtractionError", "ExtractionTimeoutError", "ForeignDatabaseError", "InvalidIdentifierError",
+    "InvalidInputError", "InvalidMessageError", "MemoryClosedError", "ModelUnavailableError",
+    "NotFoundError", "SchemaVersionError", "ShardLockedError", "StorageError", "ThreadOwnershipError",
+    "TieredMemoryError", "TokenCounterError", "VectorStoreError",
+)
+#: Each public name and the module that defines it (relative to this package).
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(_ERRORS, ".errors"),
+    "SpendBudget": ".budget",
+    "MemoryConfig": ".config",
+    "ContextSection": ".context",
+    "MemoryContext": ".context",
+    "TokenUsage": ".context",
+    "CachedQueryEmbeddings": ".embeddings",
+    "HashingEmbeddings": ".embeddings",
+    "MiniLMEmbeddings": ".embeddings",
+    "SentenceTransformerEmbeddings": ".embeddings",
+    "default_embeddings": ".embeddings",
+    "AttributeValue": ".entities",
+    "Entity": ".entities",
+    "MemoryEntry": ".entries",
+    "MemoryHit": ".entries",
+    "Episode": ".episodes",
+    "EpisodeHit": ".episodes",
+    "TieredChatMessageHistory": ".integrations",
     "TieredCheckpointSaver": ".integrations.checkpointer",
     "AsyncTieredCheckpointSaver": ".integrations.checkpointer",
     "PostgresTieredCheckpointSaver": ".integrations.checkpointer_postgres",
     "AsyncPostgresTieredCheckpointSaver": ".integrations.checkpointer_postgres",
+    # LangChain v1's agents (the optional ``agents`` extra): loaded only when asked for.
     "TieredMemoryMiddleware": ".integrations.middleware",
     "MemoryState": ".integrations.nodes",
     "recall_node": ".integrations.nodes",
     "record_node": ".integrations.nodes",
+    "TieredMemoryStore": ".integrations.store",
     "create_memory_tools": ".integrations.tools",
     "MemoryVectorStore": ".integrations.vectorstore",
+    "ModelSettings": ".llm_config",
+    "ThreadInfo": ".memory",
+    "TieredMemory": ".memory",
+    "ScoreParts": ".scoring",
+    "TokenCounter": ".tokens",
+    "TokenCounterLike": ".tokens",
+    "TurnResult": ".turn",
+    "JobUsage": ".usage",
+    "MemoryStats": ".views",
+    "SearchResults": ".views",
+    "MemoryType": ".vocabulary",
+    "TRUNCATION_MARKER": ".window",
 }
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
 
 
-__all__ = sorted(
-    [
-        "TRUNCATION_MARKER",
-        "AttributeValue",
-        "CachedQueryEmbeddings",
-        "ConfigError",
-        "ContextSection",
-        "CorruptDatabaseError",
-        "DataDirError",
-        "EmbeddingError",
-        "EmbeddingMismatchError",
-        "Entity",
-        "Episode",
-        "EpisodeHit",
-        "ExtractionError",
-        "ExtractionTimeoutError",
-        "ForeignDatabaseError",
-        "HashingEmbeddings",
-        "InvalidIdentifierError",
-        "InvalidInputError",
-        "InvalidMessageError",
-        "MemoryClosedError",
-        "MemoryConfig",
-        "MemoryContext",
-        "MemoryEntry",
-        "MemoryHit",
-        "MemoryStats",
-        "MemoryType",
-        "MiniLMEmbeddings",
-        "NotFoundError",
-        "SchemaVersionError",
-        "ScoreParts",
-        "SearchResults",
-        "SentenceTransformerEmbeddings",
-        "ShardLockedError",
-        "StorageError",
-        "ThreadInfo",
-        "ThreadOwnershipError",
-        "TieredChatMessageHistory",
-        "TieredMemory",
-        "TieredMemoryError",
-        "TieredMemoryStore",
-        "TokenCounter",
-        "TokenCounterError",
-        "TokenCounterLike",
-        "TokenUsage",
-        "TurnResult",
-        "VectorStoreError",
-        "__version__",
-        "default_embeddings",
-        *_LAZY,
-    ]
-)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+# A literal list, which type checkers read as the names this module exports.
+__all__ = [
+    "AsyncPostgresTieredCheckpointSaver",
+    "AsyncTieredCheckpointSaver",
+    "AttributeValue",
+    "CachedQueryEmbeddings",
+    "ConfigError",
+    "ContextSection",
+    "CorruptDatabaseError",
+    "DataDirError",
+    "EmbeddingError",
+    "EmbeddingMismatchError",
+    "Entity",
+    "Episode",
+    "EpisodeHit",
+    "ExtractionError",
+    "ExtractionTimeoutError",
+    "ForeignDatabaseError",
+    "HashingEmbeddings",
+    "InvalidIdentifierError",
+    "InvalidInputError",
+    "InvalidMessageError",
+    "JobUsage",
+    "MemoryClosedError",
+    "MemoryConfig",
+    "MemoryContext",
+    "MemoryEntry",
+    "MemoryHit",
+    "MemoryState",
+    "MemoryStats",
+    "MemoryType",
+    "MemoryVectorStore",
+    "MiniLMEmbeddings",
+    "ModelSettings",
+    "ModelUnavailableError",
+    "NotFoundError",
+    "PostgresTieredCheckpointSaver",
+    "SchemaVersionError",
+    "ScoreParts",
+    "SearchResults",
+    "SentenceTransformerEmbeddings",
+    "ShardLockedError",
+    "SpendBudget",
+    "StorageError",
+    "TRUNCATION_MARKER",
+    "ThreadInfo",
+    "ThreadOwnershipError",
+    "TieredChatMessageHistory",
+    "TieredCheckpointSaver",
+    "TieredMemory",
+    "TieredMemoryError",
+    "TieredMemoryMiddleware",
+    "TieredMemoryStore",
+    "TokenCounter",
+    "TokenCounterError",
+    "TokenCounterLike",
+    "TokenUsage",
+    "TurnResult",
+    "VectorStoreError",
+    "__version__",
+    "create_memory_tools",
+    "default_embeddings",
+    "recall_node",
+    "record_node",
+]

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .budget import SpendBudget
 from .errors import ConfigError
 
 #: The smallest window budget a config may leave: below it not even one truncated message
@@ -132,6 +133,13 @@ class MemoryConfig(BaseModel):
     )
     llm_timeout_seconds: float = Field(
         60.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="An extraction call taking longer fails (and is retried)."
+    )
+    budget: SpendBudget = Field(
+        default_factory=SpendBudget,
+        description=(
+            "Limits on what background LLM jobs may spend per hour (calls, tokens; in all and "
+            "per user): over them, jobs wait and never fail (see budget.py). Default: none."
+        ),
     )
     idle_timeout_minutes: float | None = Field(
         None,

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import messages_from_dict
 
-import numpy as np
-
 from .extraction.messages import message_text, speaker
 from .storage.rows import Unit
 from .storage.units import unit_id
@@ -115,6 +113,8 @@ class DialogueLayer:
             elif u.id in fallback:
                 out.append(fallback[u.id])
             else:
+                import numpy as np  # here, not at module level: importing the package loads no numpy
+
                 mean = sum(np.asarray(made[t]) * w for t, w in parts[u.id])
                 norm = float(np.linalg.norm(mean))
                 out.append((mean / norm).tolist() if norm else embed([u.text])[0])

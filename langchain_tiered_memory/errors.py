@@ -76,6 +76,14 @@ class ExtractionTimeoutError(ExtractionError):
     """The chat model did not answer the extraction call in time."""
 
 
+class ModelUnavailableError(TieredMemoryError):
+    """The chat model's server cannot be reached (refused, unknown host, no answer).
+
+    The message names the address tried and the settings that chose it
+    (``OPENAI_BASE_URL``, ``TIERED_MEMORY_MODEL``, ``--model``).
+    """
+
+
 class VectorStoreError(TieredMemoryError):
     """The vector backend (Qdrant Edge shard or Qdrant server) cannot be used."""
 

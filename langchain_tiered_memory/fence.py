@@ -24,12 +24,11 @@ idempotent, so text quoted twice reads the same.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
-
-# `regex` (a dependency of tiktoken) knows Unicode categories; `re` does not.
-import regex  # type: ignore[import-untyped,unused-ignore]
+from typing import Any
 
 __all__ = ["FENCES", "normalise", "quote"]
 
@@ -48,7 +47,16 @@ FENCES: tuple[str, ...] = (
 _LT = "<\u2039\u2329\u3008\u27e8\u276e\u2770\u02c2\u1438\ufe64\uff1c"
 _GT = ">\u203a\u232a\u3009\u27e9\u276f\u2771\u02c3\u1433\ufe65\uff1e"
 _SLASH = "/\\\\\u2044\u2215\u29f8\uff0f"
-_FORMAT = regex.compile(r"\p{Cf}+")
+
+
+@functools.cache
+def _format_chars() -> Any:
+    # `regex` (a dependency of tiktoken) knows Unicode categories; `re` does not. Compiled on
+    # first non-ASCII text: importing it costs more than the rest of this module.
+    import regex  # type: ignore[import-untyped,unused-ignore]
+
+    return regex.compile(r"\p{Cf}+")
+
 #: Longest attribute text after a fence name that still counts as part of its tag.
 _MAX_TAG_TAIL = 80
 
@@ -76,7 +84,7 @@ def normalise(text: str) -> str:
     """``text`` as a model reads it: NFKC, without format (Cf) characters."""
     if text.isascii():
         return text  # ASCII is its own NFKC form and has no format characters
-    return str(_FORMAT.sub("", unicodedata.normalize("NFKC", text)))
+    return str(_format_chars().sub("", unicodedata.normalize("NFKC", text)))
 
 
 def quote(text: str, fences: Iterable[str] | None = None) -> str:

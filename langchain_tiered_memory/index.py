@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from .backends.base import BaseBackend, CollectionSchema, PointData, Range, ScoredRecord, Where, reindex_backend
 from .errors import EmbeddingError, ShardLockedError, TieredMemoryError, VectorStoreError
 
@@ -467,6 +465,8 @@ def point_payload(unit: Unit) -> dict[str, Any]:
 
 def unit_vector(vector: Sequence[float]) -> list[float]:
     """``vector`` scaled to length 1, checked to be finite and non-zero."""
+    import numpy as np  # here, not at module level: importing the package loads no numpy
+
     try:
         arr = np.asarray(vector, dtype=np.float64)
     except (TypeError, ValueError) as exc:

@@ -43,6 +43,7 @@ from .index import RecallIndex
 from .items import Items
 from .jobs import NEEDS_LLM, JobHandlers, JobRunner
 from .recall import Evidence, RecallLayer
+from .spending import Spending
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
 from .summary import SummaryLayer
@@ -51,6 +52,7 @@ from .turn import TurnResult, Turns
 from .views import MemoryStats, SearchResults
 
 if TYPE_CHECKING:
+    from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.chat_history import BaseChatMessageHistory
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import BaseStore
@@ -60,6 +62,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("langchain_tiered_memory")
 
 __all__ = ["ThreadInfo", "TieredMemory", "TurnResult", "register_adapter"]
+
+#: Records indexed per progress step of an import (four embedding batches).
+_IMPORT_PASS = 256
 
 # name -> factory(memory, *args): the adapters, registered by ``integrations``.
 _ADAPTERS: dict[str, Callable[..., Any]] = {}
@@ -72,6 +77,20 @@ def register_adapter(name: str, factory: Callable[..., Any]) -> None:
     (the package does it), so the facade never imports them.
     """
     _ADAPTERS[name] = factory
+
+
+def _registered(name: str) -> Callable[..., Any]:
+    """The adapter factory ``name``, registering the adapters first if no import did yet
+    (the package root loads lazily, so ``from langchain_tiered_memory.memory import
+    TieredMemory`` may come first). By name, at call time: no import edge to the adapters."""
+    if name not in _ADAPTERS:
+        import importlib
+
+        importlib.import_module(f"{__package__}.integrations")
+    factory = _ADAPTERS.get(name)
+    if factory is None:
+        raise ConfigError(f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations")
+    return factory
 
 
 @dataclass(frozen=True)
@@ -108,6 +127,10 @@ class TieredMemory:
             ``qdrant_client``), since an embedded shard belongs to one directory.
         pool_min, pool_max: With ``database_url``, the connections this process keeps open
             and the most it opens at once.
+        callbacks: LangChain callback handlers (tracers) for the background jobs' runs: each
+            job is a run named ``tiered-memory extract`` / ``episode`` with the user and
+            thread in its metadata, its model calls as children (LangSmith needs nothing
+            here: its environment variables reach the jobs).
 
     Use it as a context manager, or call :meth:`close` when done.
     """
@@ -126,6 +149,7 @@ class TieredMemory:
         database_url: str | None = None,
         pool_min: int = 1,
         pool_max: int = 10,
+        callbacks: Sequence[BaseCallbackHandler] | None = None,
     ) -> None:
         self.config = _as_config(config)
         self.model = model
@@ -189,9 +213,12 @@ class TieredMemory:
             storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now
         )
         handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
+        # What jobs spend on the model is metered and budgeted (usage.py, budget.py).
+        self._spend = Spending(storage, config.budget, self._now, lambda: not self.extractor.offline, callbacks)
         self._jobs = JobRunner(
             storage,
-            handlers.handlers(),
+            self._spend.metered(handlers.handlers()),
+            gate=self._spend.gate,
             periodic=self._end_idle_sessions,
             upkeep=self._upkeep,
             backlog=self._backlog,
@@ -443,9 +470,11 @@ class TieredMemory:
         wait for one, and so do the later jobs of their thread), ``running``, ``stale``
         (leased by a process that no longer runs, or whose lease ran out: they run again),
         ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for good, with
-        their reasons; ``index`` says how many records wait for their vector point and,
-        while another process holds the index (or, for a manual memory, a lost index),
-        why this one cannot write them. Reading changes nothing.
+        their reasons; ``usage`` what the jobs' LLM calls cost (calls, prompt and completion
+        tokens, time; in all, per day and per user) and ``budget`` the spend budget's state
+        (jobs held back by it, when it frees); ``index`` says how many records wait for
+        their vector point and, while another process holds the index (or, for a manual
+        memory, a lost index), why this one cannot write them. Reading changes nothing.
         """
         pending = self._storage.unindexed_count()
         return MemoryStats({
@@ -463,6 +492,7 @@ class TieredMemory:
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs.rows("failed", limit=20)
             ],
+            **self._spend.stats(),
         })
 
     # --- adapters ---------------------------------------------------------------------
@@ -471,12 +501,7 @@ class TieredMemory:
         self._check_open()
         with self._adapter_lock:
             if name not in self._adapters:
-                factory = _ADAPTERS.get(name)
-                if factory is None:
-                    raise ConfigError(
-                        f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations"
-                    )
-                self._adapters[name] = factory(self)
+                self._adapters[name] = _registered(name)(self)
             return self._adapters[name]
 
     @property
@@ -509,18 +534,12 @@ class TieredMemory:
     def chat_history(self, user_id: str, thread_id: str) -> BaseChatMessageHistory:
         """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""
         self._check_open()
-        factory = _ADAPTERS.get("chat_history")
-        if factory is None:
-            raise ConfigError("no chat_history adapter is registered; import langchain_tiered_memory.integrations")
-        return factory(self, user_id, thread_id)  # type: ignore[no-any-return]
+        return _registered("chat_history")(self, user_id, thread_id)  # type: ignore[no-any-return]
 
     def as_vectorstore(self, user_id: str) -> Any:
         """A LangChain ``VectorStore`` over ``user_id``'s long-term memories."""
         check_id("user_id", user_id)
-        factory = _ADAPTERS.get("vectorstore")
-        if factory is None:
-            raise ConfigError("no vectorstore adapter is registered; import langchain_tiered_memory.integrations")
-        return factory(self, user_id)
+        return _registered("vectorstore")(self, user_id)
 
     # --- forgetting -------------------------------------------------------------------
 
@@ -736,12 +755,20 @@ class TieredMemory:
         data["memories"] = [memory_record(MemoryRow(**row)) for row in data["memories"]]
         return data
 
-    def import_user(self, user_id: str, data: dict[str, Sequence[dict[str, Any]]]) -> dict[str, int]:
+    def import_user(
+        self,
+        user_id: str,
+        data: dict[str, Sequence[dict[str, Any]]],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, int]:
         """Restore what :meth:`export_user` returned; returns counts of what was written.
 
         Refused, writing nothing, when the user already has data here or an id is taken: an
-        import restores, it never merges. Memories and episodes are indexed after (with this
-        memory's embeddings), generic store items that had vectors are embedded again.
+        import restores, it never merges. Memories, episodes and the conversation are
+        indexed after, embedded in batches with this memory's embeddings (``progress(done,
+        total)`` is called after each batch); generic store items that had vectors are
+        embedded again.
         """
         check_id("user_id", user_id)
         self._check_open()
@@ -753,9 +780,16 @@ class TieredMemory:
         counts = self._storage.portability.import_user(
             user_id, rows, counter=self.counter.name, now=self._clock().isoformat()
         )
-        self._jobs.notify()
         if self._index.available():
-            self._index.sync()
+            total = self._storage.unindexed_count()
+            # Bounded passes (a few embedding batches each) rather than one, to report
+            # progress; counted by what is left, since a background worker may index too.
+            while self._index.sync(limit=_IMPORT_PASS):
+                if progress is not None:
+                    left = self._storage.unindexed_count()
+                    total = max(total, left)
+                    progress(total - left, total)
+        self._jobs.notify()
         return counts
 
     # --- episodes ---------------------------------------------------------------------

@@ -43,30 +43,35 @@ def open_memory(url: str, model: object = None, **config: object) -> TieredMemor
     )
 
 
-def count_commits(memory: TieredMemory) -> list[int]:
-    """Count the job results this process commits (a result committed twice would show)."""
+def count_commits() -> list[int]:
+    """Count the job results this process commits (a result committed twice would show).
+
+    Patched on the classes, before the memory opens: its background worker may claim a job
+    that another process journaled the moment it starts."""
+    from langchain_tiered_memory.storage.episodes import Episodes
+    from langchain_tiered_memory.storage.results import Results
+
     committed = [0]
     lock = threading.Lock()
-    storage = memory.storage
-    for repo, name in ((storage.results, "complete_extraction"), (storage.episodes, "insert")):
-        original = getattr(repo, name)
+    for cls, name in ((Results, "complete_extraction"), (Episodes, "insert")):
+        original = getattr(cls, name)
 
-        def wrapped(*args: object, _original=original, **kwargs: object) -> bool:
-            done = _original(*args, **kwargs)
+        def wrapped(self: object, *args: object, _original=original, **kwargs: object) -> bool:
+            done = _original(self, *args, **kwargs)
             if done:
                 with lock:
                     committed[0] += 1
             return done
 
-        setattr(repo, name, wrapped)
+        setattr(cls, name, wrapped)
     return committed
 
 
 def main() -> None:
     url, index, threads, seconds, turns, start_at, out = sys.argv[1:8]
     p, n_threads, duration, most = int(index), int(threads), float(seconds), int(turns) or 10**9
+    committed = count_commits()
     memory = open_memory(url)
-    committed = count_commits(memory)
     appended: list[list[str]] = [[] for _ in range(n_threads)]
     errors: list[str] = []
     time.sleep(max(0.0, float(start_at) - time.time()))

@@ -118,23 +118,24 @@ def test_a_newer_schema_is_refused(pg_url):
 def test_a_migration_step_runs_once_and_a_failed_one_changes_nothing(pg_url):
     with _open(pg_url) as m:
         m.after_turn("u", "t", [HumanMessage("kept")])
+    now = max(PG_MIGRATIONS)
     ran = []
 
-    def step5(tx):
-        ran.append(5)
+    def step_a(tx):
+        ran.append(now + 1)
         tx.execute("ALTER TABLE threads ADD COLUMN topic TEXT")
 
-    def step6(tx):
+    def step_b(tx):
         tx.execute("ALTER TABLE threads ADD COLUMN mood TEXT")
-        raise RuntimeError("step 6 broke")
+        raise RuntimeError("step b broke")
 
-    with pytest.raises(RuntimeError, match="step 6"):
-        PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, 5: step5, 6: step6})
-    assert _sql(pg_url, "SELECT version FROM tiered_memory_schema") == [(4,)]  # all or nothing
-    PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, 5: step5}).close()
-    PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, 5: step5}).close()
-    assert ran == [5, 5]  # the failed attempt, then once
-    assert _sql(pg_url, "SELECT version FROM tiered_memory_schema") == [(5,)]
+    with pytest.raises(RuntimeError, match="step b"):
+        PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, now + 1: step_a, now + 2: step_b})
+    assert _sql(pg_url, "SELECT version FROM tiered_memory_schema") == [(now,)]  # all or nothing
+    PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, now + 1: step_a}).close()
+    PostgresDatabase(pg_url, migrations={**PG_MIGRATIONS, now + 1: step_a}).close()
+    assert ran == [now + 1, now + 1]  # the failed attempt, then once
+    assert _sql(pg_url, "SELECT version FROM tiered_memory_schema") == [(now + 1,)]
     assert len(_sql(pg_url, "SELECT 1 FROM messages")) == 1  # the data stayed
 
 

@@ -41,6 +41,8 @@ def _params() -> list:
 def run_block(block: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["HF_HUB_OFFLINE"] = "1"
+    # This checkout's package, whichever copy the interpreter has installed.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(README.parent), env.get("PYTHONPATH", "")) if p)
     return subprocess.run(
         [sys.executable, "-c", block], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
@@ -54,7 +56,9 @@ def test_block_runs(block, tmp_path):
 
 def test_langgraph_quickstart(tmp_path):
     section = README.read_text(encoding="utf-8").split("## LangGraph quickstart", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    # The first block is the recommended API (create_agent + TieredMemoryMiddleware).
+    block = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)[0]
+    assert "create_agent" in block and "TieredMemoryMiddleware" in block
     assert len(block.splitlines()) <= 15
     result = run_block(block, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]

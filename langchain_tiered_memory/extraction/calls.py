@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from ..errors import ExtractionError, ExtractionTimeoutError
+from ..llm_config import is_connection_error
 
 __all__ = ["MAX_HUNG_CALLS", "call_with_timeout", "hung_calls", "with_request_timeout"]
 
@@ -106,6 +107,10 @@ def call_with_timeout(fn: Callable[[], _T], *, timeout: float, key: str, label: 
             raise exc
         if isinstance(exc, ExtractionError):
             raise exc
-        raise ExtractionError(f"{what}: {label} failed: {type(exc).__name__}: {exc}") from exc
+        advice = ""
+        if is_connection_error(exc):
+            advice = ("; the model server cannot be reached: start it, or point OPENAI_BASE_URL "
+                      "(or the model's base_url) at one that runs")
+        raise ExtractionError(f"{what}: {label} failed: {type(exc).__name__}: {exc}{advice}") from exc
     value: _T = box["value"]
     return value

@@ -21,19 +21,21 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
 from ..errors import ExtractionError, ExtractionTimeoutError, InvalidInputError
 from ..fence import quote
+from ..llm_config import DEFAULT_OPENAI_MODEL
 from ..offline import OfflineExtractor, compress_extractive, extractive_summary
 from ..tokens import TiktokenCounter, TokenCounter
+from ..usage import note_method
 from .calls import call_with_timeout, with_request_timeout
 from .messages import render_messages
 from .parsing import check_size, read_message, strip_reasoning, validate_payload
@@ -65,7 +67,6 @@ __all__ = [
 
 logger = logging.getLogger("langchain_tiered_memory")
 
-DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
 #: Each message is cut (middle out) to this many tokens in the extraction prompt, so that
 #: one pasted document cannot crowd out the turn.
@@ -177,9 +178,14 @@ class LLMExtractor:
 
     # -- calls
 
-    def _call(self, runnable: Any, prompt: list[BaseMessage], what: str) -> Any:
+    def _call(self, runnable: Any, prompt: list[BaseMessage], what: str, method: str = "text") -> Any:
+        # A run of its own in a tracer, under the job's run (its tags and metadata, see usage.py).
+        config: RunnableConfig = {
+            "run_name": f"tiered-memory {what}",
+            "metadata": {"structured_output_method": method},
+        }
         return call_with_timeout(
-            lambda: runnable.invoke(prompt), timeout=self.timeout, key=self._key, label=self.name, what=what
+            lambda: runnable.invoke(prompt, config), timeout=self.timeout, key=self._key, label=self.name, what=what
         )
 
     def _read(self, out: Any, schema: type[_M], tool: dict[str, Any], what: str) -> tuple[_M, str]:
@@ -203,7 +209,7 @@ class LLMExtractor:
             hint = json_hint if method in ("text", "json_mode") else ""
             prompt: list[BaseMessage] = [SystemMessage(system + hint), HumanMessage(user)]
             try:
-                out = self._call(runnable, prompt, what)
+                out = self._call(runnable, prompt, what, method)
             except ExtractionTimeoutError:
                 raise
             except ExtractionError as exc:
@@ -226,6 +232,7 @@ class LLMExtractor:
                 used = "function_calling"  # the integration bound tools for this method
             elif source == "text" and method == "function_calling":
                 used = "text"  # the server ignored the tool: ask for text next time
+            note_method(used)
             if self._forced is None:
                 self._learned = used
                 if self._shared:
@@ -339,23 +346,22 @@ class LLMExtractor:
 # --------------------------------------------------------------------------- defaults
 
 
-def default_model(*, timeout: float | None = None) -> BaseChatModel | None:
-    """``ChatOpenAI(model="gpt-4o-mini")`` when ``OPENAI_API_KEY`` is set, else ``None``.
+def default_model(*, timeout: float | None = None, max_retries: int = 0) -> BaseChatModel | None:
+    """The chat model the environment configures (:class:`~langchain_tiered_memory.llm_config.ModelSettings`),
+    or ``None``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (any OpenAI-compatible server, e.g. a
+    local llama.cpp, Ollama or vLLM) with the model named by ``TIERED_MEMORY_MODEL``
+    (default ``gpt-4o-mini``), when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set.
 
-    ``OPENAI_BASE_URL`` (read by the OpenAI client) points it at any OpenAI-compatible
-    server, e.g. a local vLLM, Ollama or llama.cpp. With ``timeout``, the client's own
-    request timeout is that many seconds and it does not retry (jobs retry with backoff).
+    ``timeout`` is the client's request timeout (default 60 s) and ``max_retries`` its own
+    retries (default none: extraction jobs retry with backoff).
     """
-    if not os.environ.get("OPENAI_API_KEY", "").strip():
-        return None
-    try:
-        from langchain_openai import ChatOpenAI
+    from ..llm_config import ModelSettings
 
-        if timeout is None:
-            return ChatOpenAI(model=DEFAULT_OPENAI_MODEL)
-        return ChatOpenAI(model=DEFAULT_OPENAI_MODEL, timeout=timeout, max_retries=0)
+    try:
+        settings = ModelSettings.from_env(timeout=timeout or DEFAULT_TIMEOUT, max_retries=max_retries)
+        return None if settings is None else settings.chat_model()
     except Exception as exc:
-        logger.warning("OPENAI_API_KEY is set but ChatOpenAI cannot be built (%s); working offline", exc)
+        logger.warning("a model is configured but ChatOpenAI cannot be built (%s); working offline", exc)
         return None
 
 

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..errors import MemoryClosedError
 from ..storage import JobRow, Storage
@@ -42,6 +42,22 @@ from ..storage import JobRow, Storage
 logger = logging.getLogger("langchain_tiered_memory")
 
 Handler = Callable[[JobRow, str], None]
+
+
+class JobGate(Protocol):
+    """What may hold a claimed job back (the spend budget, ``budget.SpendGate``)."""
+
+    def defer(self, job: JobRow, worker: str) -> bool:
+        """Put the job back to wait, without counting the attempt; ``True`` if it did."""
+
+    def release(self) -> int:
+        """Make due the held jobs that may run now."""
+
+    def next_due(self, provides: Sequence[str] | None) -> float | None:
+        """When the next job that is not held, of those a memory that ``provides`` may run,
+        is due (``flush`` does not wait for held ones)."""
+
+
 _POLL_SECONDS = 1.0
 # Upkeep that makes no progress this long ends a flush (the error is logged).
 _STALLED_SECONDS = 10.0
@@ -65,10 +81,12 @@ class JobRunner:
         upkeep: Callable[[], int] | None = None,
         backlog: Callable[[], int] | None = None,
         provides: Callable[[], Sequence[str]] | None = None,
+        gate: JobGate | None = None,
     ) -> None:
         self._storage = storage
         #: What this memory can do for a job's needs (``None``: whatever a job needs).
         self._provides = provides
+        self._gate = gate
         self._periodic = periodic
         #: Work besides jobs, run after each batch of jobs; returns how much it did (and
         #: ``flush`` waits until it does nothing more).
@@ -115,6 +133,8 @@ class JobRunner:
         with self._run_lock:
             if not self._released:
                 self._release_dead_workers()
+            if self._gate is not None:
+                self._gate.release()
             provides = self.provides()
             while not self._stop.is_set():
                 job = self._storage.jobs.claim(
@@ -156,8 +176,8 @@ class JobRunner:
         done; ``False`` if ``timeout`` ran out first, or the upkeep stopped making progress
         (its failure is logged).
 
-        Jobs waiting for a retry are waited for; failed jobs, and jobs that need what this
-        memory does not provide (another extractor), are not.
+        Jobs waiting for a retry are waited for; failed jobs, jobs that need what this memory
+        does not provide (another extractor) and jobs waiting for the spend budget are not.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         last, since = -1, time.monotonic()
@@ -167,7 +187,7 @@ class JobRunner:
                 self._wake.set()
             else:
                 self.run_due()
-            due = self._storage.jobs.next_due(provides)
+            due = self._storage.jobs.next_due(provides) if self._gate is None else self._gate.next_due(provides)
             now = time.monotonic()
             if due is None:
                 left = 0 if self.mode == "external" else self.backlog()
@@ -197,6 +217,8 @@ class JobRunner:
 
     def _run(self, job: JobRow) -> None:
         handler = self._handlers.get(job.kind)
+        if handler is not None and self._gate is not None and self._gate.defer(job, self.worker_id):
+            return  # over the spend budget: it waits, its attempt not counted
         try:
             if handler is None:
                 raise RuntimeError(f"no handler for jobs of kind {job.kind!r}")

@@ -32,8 +32,9 @@ def _notice_once() -> None:
     logger.warning(
         "langchain-tiered-memory is in offline mode: no chat model is configured, so entities "
         "and memories come from English rules and summaries are extractive. Pass model=<any "
-        "LangChain chat model>, or set OPENAI_API_KEY (and OPENAI_BASE_URL for an "
-        "OpenAI-compatible server), to extract with an LLM."
+        "LangChain chat model>, or set OPENAI_BASE_URL (a local OpenAI-compatible server) "
+        "or OPENAI_API_KEY (OpenAI), with TIERED_MEMORY_MODEL naming the model, to extract "
+        "with an LLM."
     )
 
 

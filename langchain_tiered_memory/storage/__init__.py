@@ -48,6 +48,7 @@ from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads
 from .units import UnitRow, Units
+from .usage import Usage, UsageRow
 
 __all__ = [
     "APPLICATION_ID",
@@ -75,6 +76,8 @@ __all__ = [
     "Tx",
     "Unit",
     "UnitRow",
+    "Usage",
+    "UsageRow",
     "ns_path",
 ]
 
@@ -103,6 +106,7 @@ class Storage:
         self.forgetting = Forgetting(db)
         self.results = Results(db, decay)
         self.portability = Portability(db, decay)
+        self.usage = Usage(db)
         # ``rekeep=False``: a memory that only looks leaves the eviction order as stored.
         if rekeep and self.memories.keep_decay() != decay:
             self.memories.rekeep_all()

@@ -36,9 +36,10 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("store_items", "id"),
     ("memories", "id"),
     ("memory_aliases", "alias"),
+    ("job_usage", "id"),  # what the jobs cost: stats and the spend budget go on from it
 )
 #: Tables whose integer key comes from an identity/autoincrement counter.
-_COUNTED = {"threads", "messages", "entities", "entity_attributes", "jobs", "store_items"}
+_COUNTED = {"threads", "messages", "entities", "entity_attributes", "jobs", "store_items", "job_usage"}
 #: Column values changed on the way: the target's index holds no point yet.
 _FOR_NEW_INDEX: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "memories": ("indexed", lambda v: 2 if v == 1 else v),  # 2: rewrite its point, never merge

@@ -20,6 +20,7 @@ from .entities import delete_entities, refresh_search_text
 from .rows import ForgetOp
 from .store_items import delete_user_items
 from .threads import ownership_error
+from .usage import forget_thread_usage, forget_user_usage
 
 
 def journal_points(tx: Tx, scope: dict[str, Any], point_ids: Sequence[str], now: str) -> int | None:
@@ -105,6 +106,7 @@ class Forgetting:
                 for entity_id in tx.column("SELECT id FROM entities WHERE user_id = ?", (owner,)):
                     refresh_search_text(tx, entity_id)
             counts["checkpoints"] = delete_checkpoints(tx, [thread_id])
+            forget_thread_usage(tx, thread_id)
             op = journal_points(tx, {"thread": thread_id}, points, now)
         return counts, op
 
@@ -142,6 +144,7 @@ class Forgetting:
             counts["store_items"] = items
             counts["threads"] = tx.rowcount("DELETE FROM threads WHERE user_id = ?", (user_id,))
             counts["checkpoints"] = delete_checkpoints(tx, threads)
+            forget_user_usage(tx, user_id)  # not counted: bookkeeping, not the user's data
             # The user's points go by their tenant key: the ids are not needed.
             op = journal_points(tx, {"user": user_id}, [], now)
         return counts, op

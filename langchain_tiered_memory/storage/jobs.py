@@ -238,14 +238,17 @@ class Jobs:
             rows = tx.all(f"SELECT {JOB_COLUMNS} FROM jobs{where} ORDER BY id DESC LIMIT ?", (*args, limit))
         return [JobRow(*r) for r in rows]
 
-    def next_due(self, provides: Sequence[str] | None = None) -> float | None:
+    def next_due(self, provides: Sequence[str] | None = None, *, held: bool = True) -> float | None:
         """When the next job is due (epoch seconds): a pending one's run time or a running
         one's lease end; ``None`` when none is pending or running (of those a memory that
-        ``provides`` may run, if given)."""
+        ``provides`` may run, if given; ``held=False``: not counting the jobs that wait for
+        the spend budget, ``budget.py``)."""
         with self.db.read() as tx:
             needs_sql, needs_args = _runnable(tx, provides)
-            return tx.scalar(
+            waiting = "" if held else " AND waiting IS NULL"
+            due = tx.scalar(
                 "SELECT MIN(CASE status WHEN 'pending' THEN next_run_at ELSE lease_until END) "
-                f"FROM jobs WHERE status IN ('pending', 'running') AND {needs_sql}",
+                f"FROM jobs WHERE status IN ('pending', 'running') AND {needs_sql}{waiting}",
                 needs_args,
             )
+        return None if due is None else float(due)

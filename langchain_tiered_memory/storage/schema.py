@@ -5,14 +5,17 @@ Tables (what owns what is in ``../shared/DESIGN.md``): ``threads`` and ``message
 ``summaries``, ``entities`` with ``entity_attributes`` and the FTS5 index ``entities_fts``,
 ``jobs`` (the journal), ``episodes``, ``store_items`` (LangGraph store), ``memories`` with
 ``memory_aliases`` (ids merged into a memory), ``units`` (the conversation's recall units),
-``forget_ops`` (forgets whose index deletions are pending) and ``meta``.
+``forget_ops`` (forgets whose index deletions are pending), ``job_usage`` (what jobs' LLM
+calls cost) and ``meta``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import sqlite_utils
+if TYPE_CHECKING:  # the steps are given a sqlite_utils.Database; importing it loads numpy
+    import sqlite_utils
 
 
 def _migrate_to_1(db: sqlite_utils.Database) -> None:
@@ -262,10 +265,40 @@ def _migrate_to_4(db: sqlite_utils.Database) -> None:
     )
 
 
+def _migrate_to_5(db: sqlite_utils.Database) -> None:
+    """The usage ledger (what each job's LLM calls cost, ``storage/usage.py``) and the mark
+    of jobs waiting for the spend budget (``budget.py``)."""
+    db.execute(
+        "CREATE TABLE job_usage ("
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "job_key TEXT NOT NULL, "
+        "kind TEXT NOT NULL, "
+        "user_id TEXT NOT NULL, "
+        "thread_id TEXT, "
+        # When the attempt ended, epoch seconds on the memory's clock, and its UTC date.
+        "at REAL NOT NULL, "
+        "day TEXT NOT NULL, "
+        "calls INTEGER NOT NULL, "
+        "input_tokens INTEGER NOT NULL, "
+        "output_tokens INTEGER NOT NULL, "
+        "duration_ms REAL NOT NULL, "
+        "method TEXT, "
+        "model TEXT, "
+        "outcome TEXT NOT NULL)"
+    )
+    db.execute("CREATE INDEX job_usage_at ON job_usage (at)")
+    db.execute("CREATE INDEX job_usage_user_at ON job_usage (user_id, at)")
+    db.execute("CREATE INDEX job_usage_day ON job_usage (day)")
+    # Why a pending job waits ('budget'); NULL for every other job.
+    db.execute("ALTER TABLE jobs ADD COLUMN waiting TEXT")
+    db.execute("CREATE INDEX jobs_waiting ON jobs (user_id) WHERE waiting IS NOT NULL")
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
     2: _migrate_to_2,
     3: _migrate_to_3,
     4: _migrate_to_4,
+    5: _migrate_to_5,
 }

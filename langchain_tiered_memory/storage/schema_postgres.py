@@ -32,7 +32,7 @@ APPLICATION = "langchain-tiered-memory"
 #: The tables we create: found in a database without our marker, they are another app's.
 OUR_TABLES = frozenset({
     "meta", "threads", "messages", "summaries", "entities", "entity_attributes", "jobs",
-    "episodes", "store_items", "memories", "memory_aliases", "forget_ops", "units", SCHEMA_TABLE,
+    "episodes", "store_items", "memories", "memory_aliases", "forget_ops", "units", "job_usage", SCHEMA_TABLE,
 })
 
 _TEXT = 'TEXT COLLATE "C"'
@@ -153,6 +153,22 @@ def _migrate_to_4(tx: Tx) -> None:
     )
 
 
+def _migrate_to_5(tx: Tx) -> None:
+    """The usage ledger and the mark of jobs waiting for the spend budget (see ``schema.py``)."""
+    _run(
+        tx,
+        f"CREATE TABLE job_usage (id {_ID}, job_key TEXT NOT NULL, kind TEXT NOT NULL, "
+        "user_id TEXT NOT NULL, thread_id TEXT, at DOUBLE PRECISION NOT NULL, day TEXT NOT NULL, "
+        "calls BIGINT NOT NULL, input_tokens BIGINT NOT NULL, output_tokens BIGINT NOT NULL, "
+        "duration_ms DOUBLE PRECISION NOT NULL, method TEXT, model TEXT, outcome TEXT NOT NULL)",
+        "CREATE INDEX job_usage_at ON job_usage (at)",
+        "CREATE INDEX job_usage_user_at ON job_usage (user_id, at)",
+        "CREATE INDEX job_usage_day ON job_usage (day)",
+        "ALTER TABLE jobs ADD COLUMN waiting TEXT",
+        "CREATE INDEX jobs_waiting ON jobs (user_id) WHERE waiting IS NOT NULL",
+    )
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -160,4 +176,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     2: _migrate_to_2,
     3: _migrate_to_3,
     4: _migrate_to_4,
+    5: _migrate_to_5,
 }

@@ -17,9 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     CorruptDatabaseError,
@@ -31,6 +29,9 @@ from ..errors import (
 )
 from .database import SQLITE, Database, Tx
 from .schema import MIGRATIONS
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DB_FILENAME = "memory.db"
 #: ``PRAGMA application_id`` of our files ("TMEM"): how a foreign SQLite file is told apart.
@@ -72,6 +73,10 @@ class SQLiteDatabase(Database):
                 f"cannot open {self.path}: {exc}; check that the data directory is writable"
             ) from exc
         self._conn: sqlite3.Connection | None = conn
+        # Imported here, not at module level: sqlite-utils loads numpy (and pandas when
+        # installed), which `import langchain_tiered_memory` should not pay for.
+        import sqlite_utils
+
         self.db = sqlite_utils.Database(conn)
         try:
             self._identify()

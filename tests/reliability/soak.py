@@ -106,7 +106,11 @@ def _read_lines(fd: int, buffer: bytearray) -> list[str]:
 def run(data_dir: Path, *, kills: int, turns: int, seed: int, max_kill_after: float = 1.0) -> Figures:
     """Kill ``kills`` children at random moments (or go on until ``turns`` are acknowledged),
     then let one finish, and check the directory (module doc)."""
-    import langchain_tiered_memory  # noqa: F401 - imported once, before the forks
+    # Imported once, before the forks (the package's root imports nothing until asked).
+    from langchain_core.messages import AIMessage  # noqa: F401
+
+    from langchain_tiered_memory import TieredMemory  # noqa: F401
+    from langchain_tiered_memory.embeddings import HashingEmbeddings  # noqa: F401
 
     rnd = random.Random(seed)
     figures = Figures("crash soak")

@@ -1,0 +1,254 @@
+"""Issue 16: the real ``ChatOpenAI`` client over real HTTP, against a local OpenAI-compatible
+server that answers like llama.cpp, like OpenAI, or like a server without structured outputs
+(``tests/openai_server.py``): the whole turn — extraction, summary, episode — the usage
+ledger against what the server reported, and the CLI's ``chat``.
+
+The optional check against a real small model served by ``xllamacpp`` runs only when
+``TIERED_MEMORY_GGUF`` names a GGUF file and ``xllamacpp`` is installed (neither is a
+dependency)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from openai_server import LLAMA_TOOL_CHOICE_ERROR, FakeOpenAIServer
+
+from langchain_tiered_memory import ExtractionError, MemoryConfig, TieredMemory
+from langchain_tiered_memory.extraction import LLMExtractor
+
+CLI = [sys.executable, "-m", "langchain_tiered_memory.cli"]
+ROOT = Path(__file__).parent.parent
+TURNS = [
+    ("My name is Alice and I live in Lisbon.", "Nice to meet you, Alice."),
+    ("I prefer green tea over coffee.", "Green tea it is."),
+    ("I am planning a trip to Kyoto in April.", "April is cherry-blossom season in Kyoto."),
+    ("My sister Dorota lives in Porto.", "Porto is lovely."),
+    ("I work night shifts as a nurse.", "That sounds demanding."),
+]
+
+
+def _chat_openai(server: FakeOpenAIServer, model: str):
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=server.url, api_key="not-needed", max_retries=0, timeout=20)
+
+
+def _config(**extra):
+    # A window small enough that five turns evict (so the summary is asked for).
+    return MemoryConfig(max_tokens=180, system_reserve=30, output_reserve=30, job_mode="inline",
+                        job_backoff_seconds=0.0, **extra)
+
+
+def _systems(body) -> int:
+    return sum(1 for m in body["messages"] if m["role"] == "system")
+
+
+@pytest.mark.parametrize(
+    "mode, method",
+    [("llama.cpp", "json_schema"), ("openai", "json_schema"), ("tools-only", "function_calling")],
+)
+def test_the_whole_turn_over_http(tmp_path, mode, method):
+    with FakeOpenAIServer(mode) as server:
+        llm = _chat_openai(server, f"served-{mode}")
+        with TieredMemory(tmp_path / "m", _config(), model=llm) as memory:
+            memory.after_turn("alice", "t1", [SystemMessage("You are a travel assistant.")])
+            for question, answer in TURNS:
+                memory.before_turn("alice", "t1", query=question)  # the window evicts here
+                memory.after_turn("alice", "t1", [HumanMessage(question), AIMessage(answer)])
+            assert memory.end_session("alice", "t1") is not None
+            assert memory.flush(timeout=60)
+            stats = memory.stats()
+            contents = {m.content for m in memory.list_memories("alice")}
+            alice = memory.entity("alice", "alice")
+            summary = memory.summary("alice", "t1")
+            episodes = memory.search_episodes("alice")
+
+        # Extraction: every user sentence came back as a memory, the name as the user's entity.
+        assert {f"User: {q}" for q, _ in TURNS} <= contents
+        assert alice is not None and alice.attributes.get("relation_to_user") == "self"
+        # Summary: the evicted messages were folded in by the model, not extractively.
+        assert summary is not None and "Earlier:" in summary and "Lisbon" in summary
+        # Episode: written from the server's answer.
+        assert len(episodes) == 1 and episodes[0].episode.summary.startswith("The user talked about:")
+        # The method: found once, then used for every call of the turn and the episode.
+        turns, eps = server.of_kind("turn"), server.of_kind("episode")
+        assert turns and len(eps) >= 1
+        answered = [b for b in server.requests if b not in server.refused]
+        if method == "json_schema":
+            assert server.refused == []
+            assert all(b["response_format"]["json_schema"]["strict"] is True for b in answered)
+        else:
+            assert len(server.refused) == 1 and server.refused[0]["response_format"]["type"] == "json_schema"
+            assert all(b["tool_choice"]["function"]["name"] in ("TurnExtraction", "EpisodeExtraction") for b in answered)
+        assert all(_systems(b) == 1 for b in server.requests)
+        # Cost: the ledger holds every call and exactly the tokens the server reported.
+        usage = stats["usage"]["total"]
+        assert usage["calls"] == len(server.requests)
+        assert usage["input_tokens"] == server.reported["prompt_tokens"] > 0
+        assert usage["output_tokens"] == server.reported["completion_tokens"] > 0
+        assert stats["usage"]["methods"] == {method: usage["jobs"]}
+        assert stats["usage"]["by_user"]["alice"]["calls"] == usage["calls"]
+
+
+def test_llama_cpp_refuses_an_object_tool_choice_and_auto_never_sends_one():
+    with FakeOpenAIServer("llama.cpp") as server:
+        forced = LLMExtractor(_chat_openai(server, "llama-forced"), method="function_calling", timeout=20)
+        with pytest.raises(ExtractionError, match="type must be string"):
+            forced.extract_turn([HumanMessage("My name is Bob.")])
+        assert len(server.refused) == 1 and isinstance(server.refused[0]["tool_choice"], dict)
+        auto = LLMExtractor(_chat_openai(server, "llama-auto"), timeout=20)
+        result = auto.extract_turn([HumanMessage("My name is Bob.")])
+        assert result.method == "json_schema" and [e.name for e in result.entities] == ["Bob"]
+        assert len(server.refused) == 1  # nothing more was refused
+    assert LLAMA_TOOL_CHOICE_ERROR.startswith("[json.exception")
+
+
+# --- the CLI ---------------------------------------------------------------------------
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TIERED_MEMORY_MODEL")}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def _chat(data, *args, input, env):
+    return subprocess.run([*CLI, "--data-dir", str(data), "chat", *args], capture_output=True, text=True,
+                          input=input, env=env, timeout=180, cwd=ROOT)
+
+
+def test_cli_chat_over_http_sends_one_system_message_and_the_named_model(tmp_path):
+    with FakeOpenAIServer("llama.cpp") as server:
+        env = _env(OPENAI_BASE_URL=server.url, TIERED_MEMORY_MODEL="llama-3.2-1b-instruct")
+        out = _chat(tmp_path / "m", "--user", "alice", input="My name is Alice and I live in Lisbon.\nWhere do I live?\n",
+                    env=env)
+        assert out.returncode == 0, out.stderr
+        assert "llama-3.2-1b-instruct at " + server.url in out.stdout.splitlines()[0]
+        replies = [line for line in out.stdout.splitlines() if line.startswith("assistant> ")]
+        assert replies[0] == "assistant> Noted: My name is Alice and I live in Lisbon."
+        chats = server.of_kind("chat")
+        assert len(chats) == 2 and all(b["model"] == "llama-3.2-1b-instruct" for b in chats)
+        # One system message per request, the memory block inside it from the second turn on.
+        assert all(_systems(b) == 1 and b["messages"][0]["role"] == "system" for b in server.requests)
+        assert "<memory>" in chats[1]["messages"][0]["content"] and "Lisbon" in chats[1]["messages"][0]["content"]
+        assert replies[1].endswith("(memory was in my prompt)")
+        assert len(server.of_kind("turn")) == 2  # inline extraction, one call per turn
+        # --model overrides TIERED_MEMORY_MODEL.
+        out = _chat(tmp_path / "m", "--user", "alice", "--model", "qwen2.5-0.5b", input="Hello again.\n", env=env)
+        assert out.returncode == 0, out.stderr
+        assert server.of_kind("chat")[-1]["model"] == "qwen2.5-0.5b"
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_cli_chat_with_an_unreachable_server_fails_fast_with_one_line(tmp_path):
+    env = _env(OPENAI_BASE_URL=f"http://127.0.0.1:{_closed_port()}/v1", OPENAI_API_KEY="sk-local")
+    start = time.monotonic()
+    out = _chat(tmp_path / "m", input="Hello\nAre you there?\n", env=env)
+    elapsed = time.monotonic() - start
+    assert out.returncode == 1 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tiered-memory: error: cannot reach the model server http://127.0.0.1:")
+    assert "OPENAI_BASE_URL" in lines[0] and "Traceback" not in out.stderr
+    assert not (tmp_path / "m").exists()  # nothing was created
+    assert elapsed < 20  # the interpreter and imports; the connection itself is refused at once
+
+
+def test_cli_model_flag_without_a_server_says_what_to_set(tmp_path):
+    out = _chat(tmp_path / "m", "--model", "llama3", input="hi\n", env=_env())
+    assert out.returncode == 1
+    assert "OPENAI_BASE_URL" in out.stderr and "OPENAI_API_KEY" in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_a_dead_server_mid_chat_ends_it_with_one_line_and_keeps_the_message(tmp_path):
+    server = FakeOpenAIServer("openai")
+    env = _env(OPENAI_BASE_URL=server.url)
+    out = _chat(tmp_path / "m", "--user", "bob", input="First message.\n", env=env)
+    assert out.returncode == 0, out.stderr
+    server.close()
+    out = _chat(tmp_path / "m", "--user", "bob", input="Second message.\n", env=env)
+    assert out.returncode == 1 and "cannot reach the model server" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+# --- opt-in: a real small model ----------------------------------------------------------
+
+
+GGUF = os.environ.get("TIERED_MEMORY_GGUF", "")
+
+
+class _XllamacppHTTP:
+    """xllamacpp's in-process llama.cpp server (``Server.handle_chat_completions``) behind
+    ``http.server`` on 127.0.0.1, so ``ChatOpenAI`` reaches it over HTTP."""
+
+    def __init__(self, gguf: str) -> None:
+        import http.server
+        import threading
+
+        import xllamacpp
+
+        params = xllamacpp.CommonParams()
+        params.model.path = gguf
+        params.n_ctx = 4096
+        engine = xllamacpp.Server(params)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body.pop("stream", None)
+                answer = engine.handle_chat_completions(body)
+                status = 400 if isinstance(answer, dict) and "error" in answer else 200
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not GGUF or not Path(GGUF).is_file(), reason="opt-in: set TIERED_MEMORY_GGUF to a small instruct GGUF")
+def test_a_real_small_model_served_by_xllamacpp(tmp_path):
+    pytest.importorskip("xllamacpp", reason="opt-in: pip install xllamacpp")
+    from langchain_openai import ChatOpenAI
+
+    served = _XllamacppHTTP(GGUF)
+    try:
+        llm = ChatOpenAI(model="local", base_url=served.url, api_key="x", max_retries=0, timeout=600)
+        config = _config(llm_timeout_seconds=600, job_max_attempts=1)
+        with TieredMemory(tmp_path / "m", config, model=llm) as memory:
+            memory.after_turn("alice", "t1", [HumanMessage("My name is Alice and I live in Lisbon."),
+                                              AIMessage("Nice to meet you, Alice!")])
+            assert memory.flush(timeout=900)
+            stats = memory.stats()
+    finally:
+        served.close()
+    # Grammar-constrained JSON: the first method answers, and the job succeeds.
+    assert stats["jobs"]["failed"] == 0, stats["failed_jobs"]
+    assert stats["usage"]["methods"] == {"json_schema": 1}
+    assert stats["usage"]["total"]["input_tokens"] > 0
