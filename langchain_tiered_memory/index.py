@@ -235,7 +235,13 @@ class RecallIndex:
         """Rebuild from the records if the index lost points, and finish pending forgets."""
         expected = sum(s.indexed_count() for s in self._sources)
         points = backend.count()
-        if points < expected or (getattr(backend, "created", False) and expected):
+        # "Created by this open" is true once: a second memory on the same directory in this
+        # process is handed the same shared shard, which is whole -- rebuilding it would
+        # re-embed everything (a notebook cell run twice).
+        created = backend.created
+        if created:
+            backend.created = False
+        if points < expected or (created and expected):
             logger.warning(
                 "the vector index at %s holds %d points for %d indexed records of %s: "
                 "rebuilding it from the database",

@@ -285,6 +285,8 @@ class BaseBackend(abc.ABC):
     schema: CollectionSchema
     location: str
     filters: FilterBuilder
+    #: Whether the open that made this backend created the collection (there was none).
+    created: bool = False
     _meta: dict[str, Any]
 
     def _init_model(self, dimension: int, model_id: str, schema: CollectionSchema) -> None:

@@ -103,14 +103,27 @@ def _read_lines(fd: int, buffer: bytearray) -> list[str]:
     return lines
 
 
+def _warm_up(seed: int) -> None:
+    """Open a memory once in a throwaway directory and go through a turn, so the children
+    forked later find every module imported (the package imports its parts on first use;
+    a child that imports them itself is killed before its first turn on a loaded machine)."""
+    import tempfile
+
+    from langchain_tiered_memory import TieredMemory
+    from langchain_tiered_memory.embeddings import HashingEmbeddings
+
+    inline = config().model_copy(update={"job_mode": "inline"})  # no thread left to fork
+    with tempfile.TemporaryDirectory() as warm, TieredMemory(warm, inline, embeddings=HashingEmbeddings()) as m:
+        user, thread, messages = turn(0, seed)
+        m.after_turn(user, thread, messages)
+        m.remember(user, "user: warming up")
+        m.before_turn(user, thread, query="warming up")
+
+
 def run(data_dir: Path, *, kills: int, turns: int, seed: int, max_kill_after: float = 1.0) -> Figures:
     """Kill ``kills`` children at random moments (or go on until ``turns`` are acknowledged),
     then let one finish, and check the directory (module doc)."""
-    # Imported once, before the forks (the package's root imports nothing until asked).
-    from langchain_core.messages import AIMessage  # noqa: F401
-
-    from langchain_tiered_memory import TieredMemory  # noqa: F401
-    from langchain_tiered_memory.embeddings import HashingEmbeddings  # noqa: F401
+    _warm_up(seed)
 
     rnd = random.Random(seed)
     figures = Figures("crash soak")
