@@ -27,6 +27,7 @@ import http.server
 import json
 import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 TURN = "TurnExtraction"
@@ -83,19 +84,13 @@ def chat_answer(messages: list[dict[str, Any]]) -> str:
     return f"Noted: {user}" + (" (memory was in my prompt)" if recalled else "")
 
 
-class FakeOpenAIServer:
-    """See the module doc. Use as a context manager, or call :meth:`close`."""
+class JSONEndpoint:
+    """``answer(body) -> (status, payload)`` behind ``http.server`` on 127.0.0.1: the JSON
+    body of every POST goes to it; a GET lists one model (``/v1/models``). The servers of
+    the HTTP tests (this module's, the stubs in ``test_extraction_limits.py``, the xllamacpp
+    bridge) differ only in ``answer``."""
 
-    def __init__(self, mode: str = "llama.cpp") -> None:
-        if mode not in ("llama.cpp", "openai", "tools-only"):
-            raise ValueError(f"unknown mode {mode!r}")
-        self.mode = mode
-        self.requests: list[dict[str, Any]] = []
-        self.refused: list[dict[str, Any]] = []
-        self.reported = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-        self._lock = threading.Lock()
-        server = self
-
+    def __init__(self, answer: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]]) -> None:
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -112,15 +107,32 @@ class FakeOpenAIServer:
                 self._send(200, {"object": "list", "data": [{"id": "served", "object": "model"}]})
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = server.answer(body)
-                self._send(status, payload)
+                self._send(*answer(json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-        #: The OpenAI-compatible root, for ``ChatOpenAI(base_url=...)`` / ``OPENAI_BASE_URL``.
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        #: The OpenAI-compatible root (``.../v1``).
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeOpenAIServer:
+    """See the module doc. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, mode: str = "llama.cpp") -> None:
+        if mode not in ("llama.cpp", "openai", "tools-only"):
+            raise ValueError(f"unknown mode {mode!r}")
+        self.mode = mode
+        self.requests: list[dict[str, Any]] = []
+        self.refused: list[dict[str, Any]] = []
+        self.reported = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self._lock = threading.Lock()
+        self._endpoint = JSONEndpoint(self.answer)
+        #: The OpenAI-compatible root, for ``ChatOpenAI(base_url=...)`` / ``OPENAI_BASE_URL``.
+        self.url = self._endpoint.url
 
     # --- what the server answers -----------------------------------------------------------
 
@@ -193,8 +205,7 @@ class FakeOpenAIServer:
         return [b for b in self.requests if kind_of(b) == kind]
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._endpoint.close()
 
     def __enter__(self) -> FakeOpenAIServer:
         return self

@@ -456,30 +456,15 @@ class _StubServer:
     """
 
     def __init__(self, behaviour: str, answer: dict) -> None:
-        import http.server
-        import threading
+        from openai_server import JSONEndpoint
 
         self.behaviour, self.answer, self.requests = behaviour, answer, []
-        stub = self
+        self._endpoint = JSONEndpoint(self._answer)
+        self.url = self._endpoint.url
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):  # quiet
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                status, payload = stub.reply(body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+    def _answer(self, body: dict) -> tuple[int, dict]:
+        self.requests.append(body)
+        return self.reply(body)
 
     def reply(self, body: dict) -> tuple[int, dict]:
         schema = body.get("response_format", {}).get("type") == "json_schema"
@@ -497,8 +482,7 @@ class _StubServer:
         }
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._endpoint.close()
 
 
 @pytest.mark.parametrize(

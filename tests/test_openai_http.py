@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from openai_server import LLAMA_TOOL_CHOICE_ERROR, FakeOpenAIServer
+from openai_server import LLAMA_TOOL_CHOICE_ERROR, FakeOpenAIServer, JSONEndpoint
 
 from langchain_tiered_memory import ExtractionError, MemoryConfig, TieredMemory
 from langchain_tiered_memory.extraction import LLMExtractor
@@ -196,9 +196,6 @@ class _XllamacppHTTP:
     ``http.server`` on 127.0.0.1, so ``ChatOpenAI`` reaches it over HTTP."""
 
     def __init__(self, gguf: str) -> None:
-        import http.server
-        import threading
-
         import xllamacpp
 
         params = xllamacpp.CommonParams()
@@ -206,29 +203,16 @@ class _XllamacppHTTP:
         params.n_ctx = 4096
         engine = xllamacpp.Server(params)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
+        def answer(body: dict) -> tuple[int, dict]:
+            body.pop("stream", None)
+            reply = engine.handle_chat_completions(body)
+            return (400 if isinstance(reply, dict) and "error" in reply else 200), reply
 
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                body.pop("stream", None)
-                answer = engine.handle_chat_completions(body)
-                status = 400 if isinstance(answer, dict) and "error" in answer else 200
-                data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._endpoint = JSONEndpoint(answer)
+        self.url = self._endpoint.url
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._endpoint.close()
 
 
 @pytest.mark.slow
