@@ -213,3 +213,14 @@ def _describe(exc: ValidationError) -> str:
             msg += f" ({why})"
         parts.append(f"{field}: {msg} (got {err.get('input')!r})" if err["loc"] else msg)
     return "invalid MemoryConfig: " + "; ".join(parts)
+
+
+def as_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:
+    """``config`` as a :class:`MemoryConfig` (``None``: the defaults; a dict: its fields)."""
+    if config is None:
+        return MemoryConfig()
+    if isinstance(config, MemoryConfig):
+        return config
+    if isinstance(config, dict):
+        return MemoryConfig(**config)
+    raise ConfigError(f"config must be a MemoryConfig or a dict, got {type(config).__name__}")

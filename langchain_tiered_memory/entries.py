@@ -217,6 +217,12 @@ def check_k(k: Any) -> int:
     return k
 
 
+def check_time(name: str, value: Any) -> None:
+    """``value`` is ``None`` or a timezone-aware datetime (a naive one has no instant)."""
+    if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
+
+
 def check_metadata(metadata: Any) -> dict[str, Any]:
     """Metadata as a JSON object of bounded size and depth."""
     if metadata is None:

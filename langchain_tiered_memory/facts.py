@@ -43,6 +43,7 @@ from .entries import (
     check_metadata,
     check_query,
     check_session,
+    check_time,
     check_type,
     check_types,
     check_user,
@@ -162,8 +163,7 @@ class FactLayer:
             importance = field("importance")
             memory_id = field("memory_id")
             valid_from = field("valid_from") or now
-            if not isinstance(valid_from, datetime) or valid_from.tzinfo is None:
-                raise InvalidInputError(f"valid_from must be a timezone-aware datetime, got {valid_from!r}")
+            check_time("valid_from", valid_from)
             stamp = now.isoformat()
             sources = field("source_message_ids") or []
             if not isinstance(sources, (list, tuple)) or not all(isinstance(s, str) for s in sources):

@@ -4,8 +4,8 @@ It owns the relational store and the recall index of one memory and wires the la
 (window and turn assembly, summary, entities, long-term facts, episodes, generic items),
 the job runner and forgetting. Every public method validates its arguments here and
 delegates; adapters (LangGraph store, checkpointer, hooks, chat history) build on these
-public methods and register themselves (:func:`register_adapter`), so this module imports
-none of them.
+public methods and register themselves (:func:`register_adapter`, ``adapters.py``, which
+also holds the facade's accessors for them), so this module imports none of them.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from .config import MemoryConfig
+from .adapters import AdapterAccess, register_adapter
+from .config import MemoryConfig, as_config
 from .context import MemoryContext
 from .entities import Entity, EntityLayer, name_key
-from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text
+from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text, check_time
 from .episodes import EpisodeHit, EpisodeLayer, episode_id
 from .errors import (
     ConfigError,
@@ -53,9 +54,6 @@ from .views import MemoryStats, SearchResults
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import BaseCallbackHandler
-    from langchain_core.chat_history import BaseChatMessageHistory
-    from langgraph.checkpoint.base import BaseCheckpointSaver
-    from langgraph.store.base import BaseStore
 
     from .extraction import Extractor
 
@@ -65,33 +63,6 @@ __all__ = ["ThreadInfo", "TieredMemory", "TurnResult", "register_adapter"]
 
 #: Records indexed per progress step of an import (four embedding batches).
 _IMPORT_PASS = 256
-
-# name -> factory(memory, *args): the adapters, registered by ``integrations``.
-_ADAPTERS: dict[str, Callable[..., Any]] = {}
-
-
-def register_adapter(name: str, factory: Callable[..., Any]) -> None:
-    """Make ``factory(memory)`` what ``memory.<name>`` returns (``store``, ``checkpointer``, …).
-
-    Adapters register themselves when ``langchain_tiered_memory.integrations`` is imported
-    (the package does it), so the facade never imports them.
-    """
-    _ADAPTERS[name] = factory
-
-
-def _registered(name: str) -> Callable[..., Any]:
-    """The adapter factory ``name``, registering the adapters first if no import did yet
-    (the package root loads lazily, so ``from langchain_tiered_memory.memory import
-    TieredMemory`` may come first). By name, at call time: no import edge to the adapters."""
-    if name not in _ADAPTERS:
-        import importlib
-
-        importlib.import_module(f"{__package__}.integrations")
-    factory = _ADAPTERS.get(name)
-    if factory is None:
-        raise ConfigError(f"no {name!r} adapter is registered; import langchain_tiered_memory.integrations")
-    return factory
-
 
 @dataclass(frozen=True)
 class ThreadInfo:
@@ -104,7 +75,7 @@ class ThreadInfo:
     updated_at: str
 
 
-class TieredMemory:
+class TieredMemory(AdapterAccess):
     """Layered memory for LangChain and LangGraph agents, stored under one directory — or,
     past one machine, in a PostgreSQL database with the vectors on a Qdrant server.
 
@@ -151,7 +122,7 @@ class TieredMemory:
         pool_max: int = 10,
         callbacks: Sequence[BaseCallbackHandler] | None = None,
     ) -> None:
-        self.config = _as_config(config)
+        self.config = as_config(config)
         self.model = model
         self.embeddings = embeddings
         self.counter = make_counter(token_counter)
@@ -360,7 +331,7 @@ class TieredMemory:
         check_id("thread_id", thread_id)
         if query is not None:
             query = check_query(query)
-        _check_time("at", at)
+        check_time("at", at)
         thread = self._thread(user_id, thread_id)
         return self._turns.before(user_id, thread, thread_id, query, peek=peek, at=at)
 
@@ -391,7 +362,7 @@ class TieredMemory:
         """
         check_id("user_id", user_id)
         check_id("thread_id", thread_id)
-        _check_time("at", at)
+        check_time("at", at)
         result = self._turns.after(
             user_id, thread_id, messages, extract=extract, at=at, needs=self._job_needs() if extract else None
         )
@@ -494,52 +465,6 @@ class TieredMemory:
             ],
             **self._spend.stats(),
         })
-
-    # --- adapters ---------------------------------------------------------------------
-
-    def _adapter(self, name: str) -> Any:
-        self._check_open()
-        with self._adapter_lock:
-            if name not in self._adapters:
-                self._adapters[name] = _registered(name)(self)
-            return self._adapters[name]
-
-    @property
-    def store(self) -> BaseStore:
-        """This memory as a LangGraph ``BaseStore`` (``graph.compile(store=memory.store)``)."""
-        return self._adapter("store")  # type: ignore[no-any-return]
-
-    @property
-    def checkpointer(self) -> BaseCheckpointSaver[str]:
-        """A LangGraph checkpointer keeping thread state in this memory's database
-        (``graph.compile(checkpointer=memory.checkpointer)``)."""
-        return self._adapter("checkpointer")  # type: ignore[no-any-return]
-
-    @property
-    def async_checkpointer(self) -> BaseCheckpointSaver[str]:
-        """The async checkpointer over the same database, for ``ainvoke``/``astream`` graphs."""
-        return self._adapter("async_checkpointer")  # type: ignore[no-any-return]
-
-    @property
-    def pre_model_hook(self) -> Callable[..., Any]:
-        """``create_react_agent(pre_model_hook=...)``: the budgeted context as the model's
-        input, without rewriting the graph's messages. Ids from ``config["configurable"]``."""
-        return self._adapter("pre_model_hook")  # type: ignore[no-any-return]
-
-    @property
-    def post_model_hook(self) -> Callable[..., Any]:
-        """``create_react_agent(post_model_hook=...)``: records the turn in every layer."""
-        return self._adapter("post_model_hook")  # type: ignore[no-any-return]
-
-    def chat_history(self, user_id: str, thread_id: str) -> BaseChatMessageHistory:
-        """A LangChain ``BaseChatMessageHistory`` over this thread (budgeted ``messages``)."""
-        self._check_open()
-        return _registered("chat_history")(self, user_id, thread_id)  # type: ignore[no-any-return]
-
-    def as_vectorstore(self, user_id: str) -> Any:
-        """A LangChain ``VectorStore`` over ``user_id``'s long-term memories."""
-        check_id("user_id", user_id)
-        return _registered("vectorstore")(self, user_id)
 
     # --- forgetting -------------------------------------------------------------------
 
@@ -688,9 +613,9 @@ class TieredMemory:
         ``since``/``until`` keep only what was said in that span. No LLM is called.
         """
         self._check_open()
-        _check_time("at", at)
-        _check_time("since", since)
-        _check_time("until", until)
+        check_time("at", at)
+        check_time("since", since)
+        check_time("until", until)
         return self._recall.recall(user_id, query, k, grains=grains, at=at, since=since, until=until,
                                    peek=peek, explain=explain)
 
@@ -828,8 +753,8 @@ class TieredMemory:
             query = check_query(query)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a positive int, got {k!r}")
-        _check_time("since", since)
-        _check_time("until", until)
+        check_time("since", since)
+        check_time("until", until)
         return self._episodes.search(user_id, query, since=since, until=until, k=k)
 
     def _end_idle_sessions(self) -> None:
@@ -893,19 +818,3 @@ def _open_storage(
             "Qdrant server (docker run -p 6333:6333 qdrant/qdrant) and pass its URL"
         )
     return Storage.open_url(database_url, decay=decay, pool_min=pool_min, pool_max=pool_max, rekeep=rekeep)
-
-
-def _as_config(config: MemoryConfig | dict[str, Any] | None) -> MemoryConfig:
-    if config is None:
-        return MemoryConfig()
-    if isinstance(config, MemoryConfig):
-        return config
-    if isinstance(config, dict):
-        return MemoryConfig(**config)
-    raise ConfigError(f"config must be a MemoryConfig or a dict, got {type(config).__name__}")
-
-
-def _check_time(name: str, value: Any) -> None:
-    if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
-        raise InvalidInputError(f"{name} must be a timezone-aware datetime, got {value!r}")
-

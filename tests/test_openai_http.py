@@ -9,7 +9,6 @@ dependency)."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess

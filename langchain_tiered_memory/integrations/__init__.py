@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory import TieredMemory, register_adapter
+from ..adapters import register_adapter
+from ..memory import TieredMemory
 from .chat_history import TieredChatMessageHistory
 
 
