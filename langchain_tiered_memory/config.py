@@ -89,7 +89,7 @@ class MemoryConfig(BaseModel):
         description="A new memory with cosine above this to an old one merges into it.",
     )
     score_threshold: float = Field(
-        0.25,
+        0.15,
         ge=0.0,
         le=1.0,
         description=(

@@ -11,6 +11,7 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from .index import RecallIndex
     from .storage import Storage, UnitRow
 
+#: Where one sentence ends and the next begins (an end mark, then space: not "3.5").
+_SENTENCES = re.compile(r"(?<=[.!?？。])\s+")
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
 MAX_INDEXED_CHARS = 4_000
 
@@ -41,6 +44,13 @@ class Line:
     text: str
     #: The message's token count as stored (chat format), when read from the log.
     tokens: int | None = None
+
+    @property
+    def asks(self) -> bool:
+        """Whether the line only asks: each of its sentences is a question ("any advice on
+        sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says)."""
+        sentences = [x for x in _SENTENCES.split(self.text.strip()) if x.strip(" \t\n\"'“”‘’()")]
+        return bool(sentences) and all(x.rstrip(" \t\n\"'“”‘’)").endswith(("?", "？")) for x in sentences)
 
     def render(self, *, time: bool = False, limit: int | None = None) -> str:
         """``speaker (date): text`` on one line (``time``: with the hour)."""
@@ -77,15 +87,18 @@ class DialogueLayer:
         return {uid: lines_of(rows) for uid, rows in self._storage.units.spans(units).items()}
 
     def pending(self, limit: int) -> list[Unit]:
-        """Units whose point is not written yet, with their indexed text."""
+        """Units whose point is not written yet, with their indexed text and ``asks``: the
+        share of their lines that are questions (recall trusts a question less as evidence)."""
         units = self._storage.units.unindexed(limit)
         lines = self.lines(units)
         out = []
         for u in units:
-            text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines[u.id])
+            own = lines[u.id]
+            text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in own)
+            asks = round(sum(line.asks for line in own) / len(own), 2) if own else 0.0
             # A span whose messages were all tool calls or system text has nothing to find.
             out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
-                            fields={"current": 1}))
+                            fields={"current": 1, "asks": asks}))
         return out
 
     def embed(

@@ -17,9 +17,13 @@ none can make a non-match relevant):
 - **when**: a named time keeps what was said then ahead, and what was said at other times
   behind; a question about how things stand now ("these days", "currently") weighs what was
   said last more; otherwise newer evidence wins near-ties (``decay`` per day since said);
-- **whom it is about**: a question about "my brother" also searches under the names the
-  entity profiles give the user's brother, so "Zeno got a guinea pig" is found although it
-  never says "brother" (a second hop, from what the profiles learned).
+- **asking or telling**: to a question, a unit that is itself a question ("any advice on
+  drinking more water?") counts for less: a symmetric embedder finds questions alike by
+  their form, but the answer is in what someone said, not in what they asked;
+- **whom it is about**: a question about "my brother" is also asked about the names the
+  entity profiles give the user's brother ("what pet does Zeno have?"), so "Zeno got a
+  guinea pig" is found although it never says "brother" (a second hop, from what the
+  profiles learned).
 
 The context's ``memories`` section quotes the best evidence, each line dated, and where the
 budget allows the turns around a turn that matched.
@@ -31,6 +35,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from . import scoring
@@ -67,13 +72,21 @@ CURRENT_WEIGHT = 0.3
 OTHER_SPEAKER = 0.8
 #: What naming a unit's speaker adds (a noisy OR with the relevance).
 NAMED_SPEAKER = 0.2
+#: What relevance keeps, for a question, when the evidence is all questions too (a window
+#: half made of questions keeps half of the loss).
+ASKING = 0.6
 #: Names followed from a question's relation words ("my brother") to the entity profiles.
 MAX_LINKED_NAMES = 3
 #: Slack around a named time (a thing said the evening before "yesterday" still counts).
 _TIME_SLACK = timedelta(hours=12)
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.I)
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.I)
-_WORDS = re.compile(r"[\w'-]+")
+_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
+_WORDS = re.compile(r"[\w'’-]+")
+_INTERROGATIVE = re.compile(
+    r"^\W*(what|where|which|who|whom|whose|when|why|how|do|does|did|is|are|am|was|were|have|has|had|"
+    r"can|could|will|would|should|remind me)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -197,9 +210,9 @@ class RecallLayer:
             end = min(named.end + _TIME_SLACK, until) if until else named.end + _TIME_SLACK
             for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
                 found.setdefault(c.id, c)
-        for name in self._linked_names(user_id, query):
+        for relation, name in self._linked_names(user_id, query):
             # The second hop: the same question about the person the relation names.
-            linked = f"{name}: {query}"
+            linked = _about(query, relation, name)
             for c in self._index.candidates(
                 user_id, linked, self._index.embed_query(linked), grains=grains, limit=max(20, 2 * k),
                 since=since, until=until,
@@ -211,15 +224,16 @@ class RecallLayer:
         hits.sort(key=lambda h: (-h.score, h.at, h.id))
         return _diverse(hits, k)
 
-    def _linked_names(self, user_id: str, query: str) -> list[str]:
-        """Names of the people and things the query's relation words point to ("my sister")."""
-        words = {w.casefold() for w in _WORDS.findall(query)}
-        names: list[str] = []
+    def _linked_names(self, user_id: str, query: str) -> list[tuple[str, str]]:
+        """``(relation, name)`` of the people and things the query's relation words point
+        to ("my sister")."""
+        words = _words(query)
+        names: list[tuple[str, str]] = []
         for entity in self._entities.relevant(user_id, query, limit=10):
             relation = entity.attributes.get("relation_to_user", "")
             if relation and relation != "self" and relation.casefold() in words:
-                if entity.name.casefold() not in words and entity.name not in names:
-                    names.append(entity.name)
+                if entity.name.casefold() not in words and all(entity.name != n for _, n in names):
+                    names.append((relation, entity.name))
         return names[:MAX_LINKED_NAMES]
 
     def _has_any(self, user_id: str, grains: Sequence[str]) -> bool:
@@ -276,6 +290,7 @@ class RecallLayer:
                     continue  # still in the thread's window: sent whole already
                 at = datetime.fromisoformat(unit.at)
                 rel = asked.by(unit.speaker, timed(scoring.relevance(c.dense, c.sparse, cal), at))
+                rel = asked.against(c.payload.get("asks"), rel)
                 if rel >= threshold and ids.get(unit.id):
                     prior = recency(at)
                     parts = scoring.ScoreParts(relevance=rel, dense=c.dense, sparse=c.sparse, decay=prior,
@@ -378,9 +393,20 @@ class Asked:
     query: str
     at: datetime
 
-    @property
+    @cached_property
     def words(self) -> set[str]:
-        return {w.casefold() for w in _WORDS.findall(self.query)}
+        return _words(self.query)
+
+    @cached_property
+    def is_question(self) -> bool:
+        return self.query.rstrip().endswith("?") or bool(_INTERROGATIVE.match(self.query))
+
+    def against(self, asks: object, relevance: float) -> float:
+        """``relevance`` of evidence whose lines are questions in the share ``asks`` (0..1),
+        for this query: less, when the query is a question too."""
+        if not isinstance(asks, (int, float)) or asks <= 0 or not self.is_question:
+            return relevance
+        return relevance * (1.0 - (1.0 - ASKING) * min(1.0, float(asks)))
 
     def by(self, speaker: str | None, relevance: float) -> float:
         """``relevance`` as who said it makes it: less from the other side of a first- (or
@@ -396,6 +422,20 @@ class Asked:
         if speaker.casefold() in self.words or speaker.split()[0].casefold() in self.words:
             return 1.0 - (1.0 - relevance) * (1.0 - NAMED_SPEAKER)
         return relevance
+
+
+def _words(text: str) -> set[str]:
+    """The casefolded words of ``text``, a possessive's "'s" cut ("aunt's" → "aunt")."""
+    return {re.sub(r"['’]s$", "", w.casefold()) for w in _WORDS.findall(text)}
+
+
+def _about(query: str, relation: str, name: str) -> str:
+    """``query`` asked about ``name`` instead of the relation ("what does my aunt do?" →
+    "what does Ilse do?"), so its words meet what was said about them by name; the name in
+    front where the relation is not said as "my …"/"the user's …"."""
+    pattern = re.compile(rf"\b(?:my|our|the user's|the user’s|your)\s+{re.escape(relation)}\b('s|’s)?", re.IGNORECASE)
+    about, n = pattern.subn(lambda m: name + (m.group(1) or ""), query)
+    return about if n else f"{name}: {query}"
 
 
 def _strength(c: Candidate) -> float:

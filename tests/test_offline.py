@@ -138,6 +138,13 @@ class TestRules:
         assert entity(result, USER_ENTITY).attributes["wife"] == "Sarah"
         assert memories(result) == ["The user's wife is Sarah.", "The user's best friend is Tom."]
         assert entity(turn("Sarah is my sister."), "Sarah").attributes == {"relation_to_user": "sister"}
+        # Family by marriage and by choice are relations too.
+        assert entity(turn("My godmother Helga is coming for dinner."), "Helga").attributes == {
+            "relation_to_user": "godmother"
+        }
+        assert entity(turn("My sister-in-law Beatriz sent a video."), "Beatriz").attributes == {
+            "relation_to_user": "sister-in-law"
+        }
         assert entity(turn("my boss Greg is annoying"), "Greg").attributes == {"relation_to_user": "boss"}
         rex = entity(turn("I have two kids and a dog named Rex"), "Rex")
         assert rex.type == "other" and rex.attributes == {"relation_to_user": "dog"}

@@ -148,6 +148,33 @@ def test_a_question_about_my_brother_reaches_what_was_said_of_him_by_name(memory
     assert any("guinea pig" in e.text for e in evidence)
 
 
+def test_a_possessive_relation_is_asked_about_the_person_by_name(memory):
+    memory.after_turn("u", "s1", [HumanMessage("My godmother Helga is coming over for dinner."), AIMessage("Lovely!")])
+    memory.after_turn("u", "s2", [HumanMessage("Helga just qualified as a radiographer after years of study."),
+                                  AIMessage("Congratulations to her!")])
+    for i, chat in enumerate(["The heating broke again.", "What's a good book for a long flight?",
+                              "My coworker changed jobs last week.", "Any tips for a job interview?"]):
+        memory.after_turn("u", f"x{i}", [HumanMessage(chat), AIMessage("Good question, let me think.")])
+    memory.flush()
+    evidence = memory.recall("u", "What's my godmother's line of work?", k=3)
+    assert any("radiographer" in e.text for e in evidence)
+
+
+def test_a_question_is_answered_by_what_was_said_not_by_what_was_asked(memory):
+    memory.after_turn("u", "s1", [HumanMessage("What's the best way to learn the cello as an adult?"),
+                                  AIMessage("A teacher, short daily practice, and patience.")])
+    memory.after_turn("u", "s2", [HumanMessage("Three years of cello lessons now, I love it."),
+                                  AIMessage("That's dedication!")])
+    memory.flush()
+    [first, *_] = memory.recall("u", "Which instrument do I play?", k=3, grains=["turn"], explain=True)
+    assert "Three years of cello" in first.text
+    # A line that says something and then asks still says it: it is not trusted less.
+    memory.after_turn("u", "s3", [HumanMessage("My budget is 3,000 euros. Is that enough for Japan?")])
+    memory.flush()
+    budget = memory.recall("u", "How much money do I have for the trip?", k=1, grains=["turn"])
+    assert "3,000 euros" in budget[0].text
+
+
 def test_the_speaker_of_a_first_person_question_is_the_user(memory):
     memory.after_turn("u", "t", [
         HumanMessage("I bought a red kayak last summer."),

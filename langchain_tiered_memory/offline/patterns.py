@@ -78,6 +78,13 @@ _RELATIONS = (
     "grandfather", "grandma", "grandpa", "neighbour", "neighbor", "roommate", "flatmate",
     "teacher", "doctor", "therapist", "mentor", "dog", "cat", "pet", "puppy", "kitten",
     "horse", "parrot", "rabbit", "hamster",
+    # Family by marriage, by choice and by a second marriage; more people a life has in it.
+    "mother-in-law", "father-in-law", "sister-in-law", "brother-in-law", "son-in-law",
+    "daughter-in-law", "godmother", "godfather", "godson", "goddaughter", "stepmother",
+    "stepfather", "stepbrother", "stepsister", "stepson", "stepdaughter", "stepmum", "stepdad",
+    "grandson", "granddaughter", "grandchild", "granddad", "grandad", "granny", "nan",
+    "housemate", "classmate", "landlord", "landlady", "dentist", "coach", "tutor",
+    "fiancée", "wife-to-be", "husband-to-be",
 )
 PETS = {"dog", "cat", "pet", "puppy", "kitten", "horse", "parrot", "rabbit", "hamster"}
 _REL = (
