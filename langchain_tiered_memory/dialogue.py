@@ -114,7 +114,7 @@ class DialogueLayer:
         parts: dict[str, list[tuple[str, int]]] = {}
         for uid, lines in self.lines(list(rows.values())).items():
             row = rows[uid]
-            parts[uid] = [(unit_id(row.thread_key, "turn", line.seq), max(1, len(line.text))) for line in lines]
+            parts[uid] = [(unit_id(row.thread_key, "turn", line.seq), 1) for line in lines]
         wanted = {tid for ps in parts.values() for tid, _ in ps if tid not in made}
         made.update(index.vectors(sorted(wanted)))
         out: list[list[float]] = []

@@ -1,6 +1,9 @@
 """The ``memories`` section of the context: recalled evidence quoted within a token budget.
 
-Evidence arrives best first. A fact or an episode is one dated line. Messages are quoted
+Evidence arrives best first and is chosen best first while it fits; the section then reads
+newest first, so that where two pieces disagree ("I live in Paris", later "we moved to
+Lisbon") the one a model meets first is the current one. A fact or an episode is one dated
+line. Messages are quoted
 as passages: evidence from the same thread whose messages overlap or touch joins one
 passage, in the order they were said, so no message is quoted twice and a question's
 answer reads with what was said around it. Where budget is left, the message before and
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from .dialogue import Line
@@ -30,6 +34,8 @@ NEIGHBOUR_CHARS = 280
 #: (4) already pays some; one more for safety.
 LINE_FRAME = 12
 
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
 #: The messages of a thread at the given seqs, in order (for the neighbours of a turn).
 Neighbours = Callable[[str, Sequence[int]], Sequence[Line]]
 
@@ -44,6 +50,7 @@ class _Passage:
     context: set[int] = field(default_factory=set)  # seqs quoted as neighbours, shortened
     matched: list[int] = field(default_factory=list)  # seqs of matching turns, best first
     tokens: int = 0
+    at: datetime | None = None  # when its newest line was said
 
     def text(self, seq: int) -> str:
         return self.lines[seq].render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
@@ -102,7 +109,7 @@ def quote_evidence(
         if e.grain in ("fact", "session"):
             date = f"{e.at:%Y-%m-%d}"
             label = date if e.grain == "fact" else f"{date}, session"
-            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()))
+            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()), at=e.at)
             p.tokens = cost(p)
             if used + p.tokens <= budget:
                 passages.append(p)
@@ -124,6 +131,7 @@ def quote_evidence(
         if e.grain == "turn":
             merged.matched.append(new[0].seq)
         merged.tokens = cost(merged)
+        merged.at = max(line.at for line in merged.lines.values())
         delta = merged.tokens - sum(passages[i].tokens for i in joined)
         if used + delta > budget:
             continue
@@ -141,11 +149,12 @@ def quote_evidence(
     if neighbours is not None:
         used = _add_neighbours(passages, present, budget, used, cost, neighbours)
     while True:
-        text = "\n".join(line for p in passages for line in p.render())
+        newest_first = sorted(passages, key=lambda p: p.at or _EPOCH, reverse=True)
+        text = "\n".join(line for p in newest_first for line in p.render())
         tokens = counter.count_text(text)
         if tokens <= budget or len(passages) == 1:
             break
-        passages.pop()
+        passages.pop()  # the estimate fell short: the least relevant passage goes
     return Quoted(text, tokens, tuple(shown))
 
 

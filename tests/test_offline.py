@@ -101,6 +101,9 @@ class TestRules:
         assert entity(result, "New York").type == "place"
         assert memories(result) == ["The user is from Lyon.", "The user lives in New York."]
         assert entity(turn("i live in paris"), USER_ENTITY).attributes["location"] == "Paris"
+        # Settling in says where home is now.
+        settled = turn("We're finally unpacked in Bordeaux! Leaving Dresden was hard.")
+        assert entity(settled, USER_ENTITY).attributes["location"] == "Bordeaux"
 
     def test_dislikes(self):
         result = turn("I hate cilantro and I can't stand loud music.")
@@ -129,6 +132,11 @@ class TestRules:
         ]
         assert entity(turn("I work at Acme Corp"), "Acme Corp").type == "organization"
         assert memories(turn("I work for myself")) == []
+        # A new job says who the employer is now; "started at the gym" names none.
+        offer = turn("Big news: I accepted an offer from Stark Logistics! Handing in my notice tomorrow.")
+        assert entity(offer, USER_ENTITY).attributes["employer"] == "Stark Logistics"
+        assert entity(turn("I'm starting a new job at Initech on Monday."), USER_ENTITY).attributes["employer"] == "Initech"
+        assert not any("employer" in e.attributes for e in turn("I started at the gym last week.").entities)
 
     def test_relations(self):
         result = turn("My wife is Sarah and my best friend is called Tom.")

@@ -111,6 +111,19 @@ def test_a_relative_date_finds_the_turn_of_that_session(memory):
     assert "axe throwing" in context.memory_block and "2025-03-08" in context.memory_block
 
 
+def test_the_memory_block_reads_newest_first_so_an_update_is_met_first(memory):
+    t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
+    memory.after_turn("u", "s1", [HumanMessage("My phone is a Fairphone 5, the camera is great."), AIMessage("Nice!")],
+                      at=t0)
+    memory.after_turn("u", "s2", [HumanMessage("Setting up my new Pixel 8, transferring photos takes forever."),
+                                  AIMessage("Worth it!")], at=t0 + timedelta(days=60))
+    memory.flush()
+    block = memory.before_turn("u", "q", query="Which phone do I have?", at=t0 + timedelta(days=61)).memory_block
+    quoted = block[block.index("## memories"):]
+    assert "Pixel 8" in quoted and "Fairphone 5" in quoted
+    assert quoted.index("Pixel 8") < quoted.index("Fairphone 5")
+
+
 def test_every_hit_names_its_messages_and_forgetting_them_removes_the_hits(memory):
     memory.after_turn("u", "t", [HumanMessage("My locker code is 4471.", id="m1"), AIMessage("Noted.", id="m2")])
     memory.after_turn("u", "other", [HumanMessage("I like jazz.", id="m3")])

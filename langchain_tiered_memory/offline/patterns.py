@@ -137,6 +137,10 @@ _I_OR_WE = r"(?i:\b(?:i|we))"
 R_LOCATION = _rx(
     rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))\s+(?i:in|to)\s+(?P<place>.+)"
 )
+# "We're finally unpacked in Lisbon": settling in says where home is now.
+R_LOCATION3 = _rx(
+    rf"{_I_OR_WE}(?i:(?:'re|'m|\s+are|\s+am)(?:\s+(?:finally|now|all|just))*\s+(?:settled|unpacked|moved\s+in)\s+in)\s+(?P<place>.+)"
+)
 R_LOCATION2 = _rx(rf"(?i:\b(?:my\s+home\s+is|my\s+city\s+is|i\s+call)\s+(?:in\s+)?)(?P<place>.+)")
 R_HOMETOWN = _rx(
     rf"(?:{_IM}(?:\s+{_NAME})?(?i:\s+(?:originally\s+)?from)|{_I}(?i:\s+(?:grew\s+up|was\s+born|was\s+raised)\s+in)|(?i:\bi\s+come\s+from))\s+(?P<place>.+)"
@@ -148,7 +152,10 @@ R_IM_A = _rx(
     rf"{_IM}\s+(?i:(?:a|an)\s+)(?P<role>[A-Za-z][\w\-]*(?:\s+(?!(?i:at|for|with|in|and|but|from|who|which|since|on|of|to)\b)[A-Za-z][\w\-]*){{0,3}})(?:\s+(?i:at|for|with)\s+(?P<org>.+))?"
 )
 R_WORK_AT = _rx(
-    rf"(?:{_I}(?i:\s+(?:currently\s+|now\s+)?work(?:ing)?\s+(?:at|for))|{_IM}(?i:\s+(?:working|employed)\s+(?:at|for|by))|(?i:\bmy\s+(?:employer|company)\s+is))\s+(?P<org>.+)"
+    rf"(?:{_I}(?i:\s+(?:currently\s+|now\s+)?work(?:ing)?\s+(?:at|for))|{_IM}(?i:\s+(?:working|employed)\s+(?:at|for|by))|(?i:\bmy\s+(?:employer|company)\s+is)"
+    # A new job says who the employer is now: "I accepted an offer from X", "I started at X".
+    rf"|{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|finally|officially))?\s+(?:accepted\s+(?:an?\s+|the\s+)?(?:job\s+)?offer\s+from|started\s+(?:a\s+new\s+job\s+|work(?:ing)?\s+)?at))(?=\s+[A-Z])"
+    rf"|{_IM}(?i:\s+(?:starting|joining)\s+(?:a\s+new\s+job\s+)?at)(?=\s+[A-Z])|(?i:\bmy\s+new\s+(?:job|employer|company)\s+is(?:\s+at)?))\s+(?P<org>.+)"
 )
 R_AGE = _rx(rf"{_IM}\s+(?P<age>\d{{1,3}})(?:\s*(?i:years?\s+old|yo|y/o|year-old))?\s*[.!]?$")
 R_AGE2 = _rx(rf"{_IM}\s+(?P<age>\d{{1,3}})\s*(?i:years?\s+old|yo|y/o)")

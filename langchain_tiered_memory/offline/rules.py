@@ -46,6 +46,7 @@ from .patterns import (
     R_LIKE,
     R_LOCATION,
     R_LOCATION2,
+    R_LOCATION3,
     R_MARITAL,
     R_NAME,
     R_NAME_COMMA_MY,
@@ -195,7 +196,8 @@ class _Rules:
                 mem(f"The user's name is {f.user_name}", "fact", "name", "user name")
                 break
 
-        for rx, key in ((R_LOCATION, "location"), (R_LOCATION2, "location"), (R_HOMETOWN, "hometown")):
+        for rx, key in ((R_LOCATION, "location"), (R_LOCATION2, "location"), (R_LOCATION3, "location"),
+                       (R_HOMETOWN, "hometown")):
             m = rx.search(clause)
             if m and (place := place_name(m.group("place"))):
                 place = self.name(place)
