@@ -7,6 +7,7 @@ A message is counted once, when it is stored; the count is kept beside it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -34,6 +35,8 @@ TOKENS_PER_TOOL_CALL_ID = 3
 REPLY_PRIMING = 3
 # OpenAI charges an image by its size; without fetching it we charge the low-detail price.
 IMAGE_TOKENS = 85
+#: Texts up to this long are counted once per counter (see ``TiktokenCounter``).
+_CACHED_CHARS = 1_000
 
 #: What a user may pass as ``token_counter``: a chat model (its
 #: ``get_num_tokens_from_messages`` is used) or a callable over a list of messages, as
@@ -196,8 +199,16 @@ class TiktokenCounter(TokenCounter):
 
     def __init__(self) -> None:
         self._enc = get_encoding()
+        # The context's lines (a profile, an episode, a quoted turn) come back turn after
+        # turn: short texts are counted once. Bounded: at most 4,096 texts of ≤ 1,000 chars.
+        self._short = functools.lru_cache(maxsize=4096)(self._encode_count)
 
     def count_text(self, text: str) -> int:
+        if len(text) <= _CACHED_CHARS:
+            return self._short(text)
+        return self._encode_count(text)
+
+    def _encode_count(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
 
     def truncate_text(self, text: str, max_tokens: int) -> str:

@@ -10,7 +10,7 @@ def test_defaults_are_the_seed_numbers():
     assert (c.max_tokens, c.system_reserve, c.output_reserve) == (100_000, 5_000, 4_000)
     assert c.summary_max_tokens == 2_000
     assert (c.importance_threshold, c.decay, c.access_boost) == (0.6, 0.95, 0.1)
-    assert (c.max_memories_per_user, c.merge_threshold, c.score_threshold) == (10_000, 0.95, 0.25)
+    assert (c.max_memories_per_user, c.merge_threshold, c.score_threshold) == (10_000, 0.95, 0.15)
     assert c.context_budget == 96_000
 
 

@@ -28,6 +28,8 @@ STRIDE = 2
 SPOKEN = ("human", "ai")
 _UNITS = uuid.UUID("b7c1f3a2-5d8e-4f60-9a1b-3c2d4e5f6a7b")
 _COLUMNS = "id, user_id, thread_key, grain, first_seq, last_seq, at, speaker"
+#: Spans read per query (three variables each: within SQLite's and psycopg's limits).
+_RANGES_PER_QUERY = 150
 
 
 @dataclass(frozen=True)
@@ -114,24 +116,27 @@ class Units(Indexed):
         return {k: [r[1] for r in v] for k, v in self._messages(units, "seq, message_id").items()}
 
     def _messages(self, units: Sequence[UnitRow], columns: str) -> dict[str, list[tuple[Any, ...]]]:
-        out: dict[str, list[tuple[Any, ...]]] = {u.id: [] for u in units}
-        by_thread: dict[int, list[UnitRow]] = {}
-        for u in units:
-            by_thread.setdefault(u.thread_key, []).append(u)
+        # One query for all the spans (a search's evidence comes from many threads): each
+        # thread's spans merged into ranges, each range a term the primary key answers.
+        ranges: list[tuple[int, int, int]] = []
+        for key, lo, hi in sorted((u.thread_key, u.first_seq, u.last_seq) for u in units):
+            if ranges and ranges[-1][0] == key and lo <= ranges[-1][2] + 1:
+                ranges[-1] = (key, ranges[-1][1], max(hi, ranges[-1][2]))
+            else:
+                ranges.append((key, lo, hi))
+        found: dict[tuple[int, int], tuple[Any, ...]] = {}
         with self.db.read() as tx:
-            for key, group in by_thread.items():
-                seqs = sorted({s for u in group for s in range(u.first_seq, u.last_seq + 1)})
-                found: dict[int, tuple[Any, ...]] = {}
-                for chunk in chunks(seqs):
-                    for row in tx.all(
-                        f"SELECT {columns} FROM messages WHERE thread_key = ? "
-                        f"AND seq IN {tx.in_list(chunk)} AND type IN ('human', 'ai')",
-                        (key, *chunk),
-                    ):
-                        found[row[0]] = tuple(row)
-                for u in group:
-                    out[u.id] = [found[s] for s in range(u.first_seq, u.last_seq + 1) if s in found]
-        return out
+            for chunk in chunks(ranges, _RANGES_PER_QUERY):
+                terms = " OR ".join(["(thread_key = ? AND seq BETWEEN ? AND ?)"] * len(chunk))
+                for row in tx.all(
+                    f"SELECT thread_key, {columns} FROM messages WHERE ({terms}) AND type IN ('human', 'ai')",
+                    [v for r in chunk for v in r],
+                ):
+                    found[(row[0], row[1])] = tuple(row[1:])
+        return {
+            u.id: [found[(u.thread_key, s)] for s in range(u.first_seq, u.last_seq + 1) if (u.thread_key, s) in found]
+            for u in units
+        }
 
     def spoken(self, thread_key: int, seqs: Sequence[int]) -> list[tuple[int, str, str, str, int]]:
         """The user and assistant messages at ``seqs`` of a thread, as ``(seq, message_id,
