@@ -106,7 +106,7 @@ class DialogueLayer:
 
     def pending(self, limit: int) -> list[Unit]:
         """Units whose point is not written yet, with their indexed text and ``asks``: the
-        share of their lines that are questions (recall trusts a question less as evidence)."""
+        share of their lines that only ask (recall trusts a question less as evidence)."""
         units = self._storage.units.unindexed(limit)
         lines = self.lines(units)
         out = []

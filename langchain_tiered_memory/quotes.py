@@ -3,13 +3,11 @@
 Evidence arrives best first and is chosen best first while it fits; the section then reads
 newest first, so that where two pieces disagree ("I live in Paris", later "we moved to
 Lisbon") the one a model meets first is the current one. A fact or an episode is one dated
-line. Messages are quoted
-as passages: evidence from the same thread whose messages overlap or touch joins one
-passage, in the order they were said, so no message is quoted twice and a question's
-answer reads with what was said around it. Where budget is left, the message before and
-after each matching turn joins its passage too — shortened, since it is there for context
-and a long reply would crowd out evidence. A passage takes the place of the best
-evidence in it.
+line. Messages are quoted as passages: evidence from the same thread whose messages overlap
+or touch joins one passage, in the order they were said, so no message is quoted twice and
+a question's answer reads with what was said around it. Where budget is left, the message
+before and after each matching turn joins its passage too — shortened, since it is there
+for context and a long reply would crowd out evidence.
 """
 
 from __future__ import annotations

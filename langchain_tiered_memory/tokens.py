@@ -215,7 +215,7 @@ class TiktokenCounter(TokenCounter):
         ids = self._enc.encode(text, disallowed_special=())
         if len(ids) <= max_tokens:
             return text
-        return self._shrink(self._decode(ids[: max(max_tokens, 0)]), max_tokens, tail=False)
+        return self._end(text, self._decode(ids[: max(max_tokens, 0)]), max_tokens, tail=False)
 
     def truncate_middle(self, text: str, max_tokens: int, marker: str) -> str:
         ids = self._enc.encode(text, disallowed_special=())
@@ -223,9 +223,26 @@ class TiktokenCounter(TokenCounter):
             return text
         n_head = (max(max_tokens, 0) + 1) // 2
         n_tail = max(max_tokens, 0) - n_head
-        head = self._shrink(self._decode(ids[:n_head]), n_head, tail=False)
-        tail = self._shrink(self._decode(ids[len(ids) - n_tail :]), n_tail, tail=True) if n_tail else ""
+        head = self._end(text, self._decode(ids[:n_head]), n_head, tail=False)
+        tail = self._end(text, self._decode(ids[len(ids) - n_tail :]), n_tail, tail=True) if n_tail else ""
         return head + marker + tail
+
+    def _end(self, text: str, piece: str, max_tokens: int, *, tail: bool) -> str:
+        """The start (or the end, ``tail``) of ``text`` that fits ``max_tokens``, from the
+        decoded ``piece`` of its first (last) tokens."""
+        piece = self._shrink(piece, max_tokens, tail=tail)
+        if text.endswith(piece) if tail else text.startswith(piece):
+            return piece
+        # The text holds what UTF-8 cannot carry (a lone surrogate), which the tokenizer
+        # read as U+FFFD: cut the text itself, as long as fits.
+        low, high = 0, min(len(text), len(piece) + 1)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.count_text(text[len(text) - mid :] if tail else text[:mid]) <= max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return (text[len(text) - low :] if low else "") if tail else text[:low]
 
     def _decode(self, ids: list[int]) -> str:
         # A cut can fall inside a multi-byte character: drop its partial bytes rather than

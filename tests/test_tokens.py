@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
@@ -88,6 +88,8 @@ def test_truncate_middle_keeps_both_ends(counter):
 
 
 @given(st.text(st.characters(blacklist_characters="|"), min_size=1, max_size=200), st.integers(0, 50))
+@example("\ud8000", 1)  # a lone surrogate: the tokenizer reads it as U+FFFD
+@example("ab\udfff cd efg hij", 2)
 @settings(max_examples=80, deadline=None)
 def test_truncate_text_never_exceeds(text, n):
     c = TiktokenCounter()
