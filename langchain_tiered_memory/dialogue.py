@@ -128,7 +128,11 @@ class DialogueLayer:
         the joined text) let one long, generic reply pull every window it sits in towards
         every question (recall@10 on benchmarks/longchat 0.89 with it, 0.90 without)."""
         turns = [u for u in units if u.grain == "turn"]
-        made = dict(zip([u.id for u in turns], embed([u.text for u in turns]))) if turns else {}
+        # A turn's text never changes: a point written before (its marks refreshed by a
+        # migration, or a rebuild after points went missing) keeps its vector.
+        made = index.vectors([u.id for u in turns])
+        fresh = [u for u in turns if u.id not in made]
+        made.update(zip([u.id for u in fresh], embed([u.text for u in fresh])) if fresh else ())
         windows = [u for u in units if u.grain == "window"]
         rows = self._storage.units.get_many([u.id for u in windows])
         parts: dict[str, list[tuple[str, float]]] = {}

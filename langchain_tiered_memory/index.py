@@ -27,8 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .backends.base import BaseBackend, CollectionSchema, PointData, Range, ScoredRecord, Where, reindex_backend
-from .errors import EmbeddingError, ShardLockedError, TieredMemoryError, VectorStoreError
+from .backends.base import (
+    MODEL_FIELD,
+    BaseBackend,
+    CollectionSchema,
+    PointData,
+    Range,
+    ScoredRecord,
+    Where,
+    reindex_backend,
+)
+from .errors import (
+    EmbeddingError,
+    ShardLockedError,
+    TieredMemoryError,
+    VectorStoreError,
+)
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -418,10 +432,16 @@ class RecallIndex:
     # --- rebuilding ---------------------------------------------------------------------
 
     def vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
-        """The stored dense vectors of the points among ``ids``."""
+        """The stored dense vectors of the points among ``ids`` made by the embeddings in use
+        (a point left by another model, awaiting ``reindex``, has none to give)."""
         if not ids:
             return {}
-        return {r.id: r.vector for r in self.backend().retrieve(list(ids), with_vectors=True) if r.vector}
+        backend = self.backend()
+        return {
+            r.id: r.vector
+            for r in backend.retrieve(list(ids), with_vectors=True)
+            if r.vector and r.payload.get(MODEL_FIELD) == backend.model_id
+        }
 
     def optimize(self) -> None:
         """Merge segments, build the search graphs and vacuum deleted points, now (the

@@ -142,6 +142,34 @@ def test_a_partly_lost_index_catches_up_on_open(tmp_path):
         assert memory.search("alice", "kayak", k=1)[0].entry.id == ids[1]
 
 
+def test_an_older_directory_has_its_turn_points_rewritten_without_embedding_them_again(tmp_path, monkeypatch):
+    data = tmp_path / "memory"
+    with _open(data) as memory:
+        memory.after_turn("alice", "t", [HumanMessage("Any advice on sleeping better?"),
+                                         AIMessage("Less screen time at night. Does that help?")])
+        memory.flush()
+        backend = memory._index.backend()
+        turns, _ = backend.scroll(Where(equals={"grain": "turn"}), limit=10)
+        ids = [r.id for r in turns]
+        # A point written before recall marked questions carries no mark.
+        backend.set_payload({i: {"asks": 0} for i in ids})
+    import sqlite3
+
+    conn = sqlite3.connect(data / "memory.db")
+    conn.execute("PRAGMA user_version = 5")  # the schema before the mark
+    conn.commit()
+    conn.close()
+    embedded: list[str] = []
+    real = EMB.embed_documents
+    monkeypatch.setattr(EMB, "embed_documents", lambda texts: embedded.extend(texts) or real(texts))
+    with _open(data) as memory:
+        assert memory.flush(timeout=60)
+        marks = {r.payload.get("asks") for r in memory._index.backend().retrieve(ids)}
+        assert marks == {1.0, 0.0}  # the user's question; the reply says something first
+        assert embedded == []  # the vectors were kept
+        assert memory.recall("alice", "advice on sleeping better", k=2)
+
+
 KILLED_FORGET = """
 import os, sys
 sys.path.insert(0, {tests!r})

@@ -294,6 +294,17 @@ def _migrate_to_5(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX jobs_waiting ON jobs (user_id) WHERE waiting IS NOT NULL")
 
 
+#: Mark every indexed unit for its point to be written again (as a rebuild does).
+REFRESH_UNIT_POINTS = "UPDATE units SET indexed = 2 WHERE indexed = 1"
+
+
+def _migrate_to_6(db: sqlite_utils.Database) -> None:
+    """Turn and window points carry ``asks`` (the share of their lines that only ask, which
+    recall trusts less as evidence): every unit's point is written again. Its vector is
+    kept (``DialogueLayer.embed``), so this re-embeds nothing."""
+    db.execute(REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -301,4 +312,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     3: _migrate_to_3,
     4: _migrate_to_4,
     5: _migrate_to_5,
+    6: _migrate_to_6,
 }

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .database import Tx
+from .schema import REFRESH_UNIT_POINTS
 
 #: Our marker table: one row, (application, version).
 SCHEMA_TABLE = "tiered_memory_schema"
@@ -169,6 +170,11 @@ def _migrate_to_5(tx: Tx) -> None:
     )
 
 
+def _migrate_to_6(tx: Tx) -> None:
+    """Every unit's point is written again, to carry ``asks`` (see ``schema.py``)."""
+    _run(tx, REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -177,4 +183,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     3: _migrate_to_3,
     4: _migrate_to_4,
     5: _migrate_to_5,
+    6: _migrate_to_6,
 }
