@@ -128,21 +128,20 @@ class DialogueLayer:
         the joined text) let one long, generic reply pull every window it sits in towards
         every question (recall@10 on benchmarks/longchat 0.89 with it, 0.90 without)."""
         turns = [u for u in units if u.grain == "turn"]
-        # A turn's text never changes: a point written before (its marks refreshed by a
-        # migration, or a rebuild after points went missing) keeps its vector.
-        made = index.vectors([u.id for u in turns])
-        fresh = [u for u in turns if u.id not in made]
-        made.update(zip([u.id for u in fresh], embed([u.text for u in fresh])) if fresh else ())
         windows = [u for u in units if u.grain == "window"]
         rows = self._storage.units.get_many([u.id for u in windows])
-        parts: dict[str, list[tuple[str, float]]] = {}
-        for uid, lines in self.lines(list(rows.values())).items():
-            row = rows[uid]
-            parts[uid] = [(unit_id(row.thread_key, "turn", line.seq), 1.0) for line in lines]
-        wanted = {tid for ps in parts.values() for tid, _ in ps if tid not in made}
-        made.update(index.vectors(sorted(wanted)))
+        parts = {
+            uid: [unit_id(rows[uid].thread_key, "turn", line.seq) for line in lines]
+            for uid, lines in self.lines(list(rows.values())).items()
+        }
+        # One read for every turn vector the batch needs. A turn's text never changes: a
+        # point written before (its marks refreshed by a migration, or a rebuild after
+        # points went missing) keeps its vector.
+        made = index.vectors(sorted({u.id for u in turns} | {t for ts in parts.values() for t in ts}))
+        fresh = [u for u in turns if u.id not in made]
+        made.update(zip([u.id for u in fresh], embed([u.text for u in fresh])) if fresh else ())
         out: list[list[float]] = []
-        missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t, _ in parts[u.id])]
+        missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t in parts[u.id])]
         fallback = dict(zip([u.id for u in missing], embed([u.text for u in missing]))) if missing else {}
         for u in units:
             if u.grain == "turn":
@@ -152,7 +151,7 @@ class DialogueLayer:
             else:
                 import numpy as np  # here, not at module level: importing the package loads no numpy
 
-                mean = sum(np.asarray(made[t]) * w for t, w in parts[u.id])
+                mean = sum(np.asarray(made[t]) for t in parts[u.id])
                 norm = float(np.linalg.norm(mean))
                 out.append((mean / norm).tolist() if norm else embed([u.text])[0])
         return out
