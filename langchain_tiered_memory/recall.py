@@ -8,22 +8,11 @@ then are fetched even when their words are far from the question's, and count as
 relevant. Evidence that repeats messages already found is dropped, so each result brings
 something new. Every result names its time and the messages it came from.
 
-Besides similarity, three signals every conversation has shape relevance (bounded, so
-none can make a non-match relevant):
-
-- **who said it**: a question in the first person ("where do *I* live?") is about what the
-  user said, so the assistant's turns count for less; one that names a speaker ("what did
-  Caroline paint?") prefers that speaker's turns;
-- **when**: a named time keeps what was said then ahead, and what was said at other times
-  behind; a question about how things stand now ("these days", "currently") weighs what was
-  said last more; otherwise newer evidence wins near-ties (``decay`` per day since said);
-- **asking or telling**: to a question, a unit that is itself a question ("any advice on
-  drinking more water?") counts for less: a symmetric embedder finds questions alike by
-  their form, but the answer is in what someone said, not in what they asked;
-- **whom it is about**: a question about "my brother" is also asked about the names the
-  entity profiles give the user's brother ("what pet does Zeno have?"), so "Zeno got a
-  guinea pig" is found although it never says "brother" (a second hop, from what the
-  profiles learned).
+How similarity, who said it, when, and whether it only asks make the ranking is
+:mod:`.ranking`'s. One signal comes from here, **whom it is about**: a question about "my
+brother" is also asked about the names the entity profiles give the user's brother ("what
+pet does Zeno have?"), so "Zeno got a guinea pig" is found although it never says
+"brother" (a second hop, from what the profiles learned).
 
 The context's ``memories`` section quotes the best evidence, each line dated, and where the
 budget allows the turns around a turn that matched.
@@ -34,18 +23,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from functools import cached_property
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from . import scoring
 from .context import ContextSection, SectionRequest
-from .dates import TimeRange, asks_current, resolve
+from .dates import resolve
 from .dialogue import DialogueLayer, Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
 from .quotes import quote_evidence
+from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -60,33 +49,10 @@ __all__ = ["DEFAULT_GRAINS", "Evidence", "RecallLayer"]
 #: What recall searches unless told otherwise (sessions are the episodes section's).
 DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn", "window")
 #: Candidates per retrieval leg, at least; more for a larger ``k``.
-CANDIDATES = 60
-#: How much being said in the time a query names adds (a noisy OR with the relevance).
-TIME_WEIGHT = 0.5
-#: What relevance keeps when said outside the time a query names.
-OFF_TIME = 0.75
-#: For a question about how things stand now: what an old statement loses at most
-#: (relevance × (1 − w × (1 − decay^days since said))).
-CURRENT_WEIGHT = 0.3
-#: What relevance keeps when said by the other side of a question's speaker.
-OTHER_SPEAKER = 0.8
-#: What naming a unit's speaker adds (a noisy OR with the relevance).
-NAMED_SPEAKER = 0.2
-#: What relevance keeps, for a question, when the evidence is all questions too (a window
-#: half made of questions keeps half of the loss).
-ASKING = 0.6
+CANDIDATES = 40
+CANDIDATES_PER_RESULT = 3
 #: Names followed from a question's relation words ("my brother") to the entity profiles.
 MAX_LINKED_NAMES = 3
-#: Slack around a named time (a thing said the evening before "yesterday" still counts).
-_TIME_SLACK = timedelta(hours=12)
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.IGNORECASE)
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
-_WORDS = re.compile(r"[\w'’-]+")
-_INTERROGATIVE = re.compile(
-    r"^\W*(what|where|which|who|whom|whose|when|why|how|do|does|did|is|are|am|was|were|have|has|had|"
-    r"can|could|will|would|should|remind me)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -112,19 +78,6 @@ class Evidence:
     parts: scoring.ScoreParts | None = None
 
 
-@dataclass
-class _Hit:
-    grain: str
-    id: str
-    at: datetime
-    relevance: float
-    score: float
-    parts: scoring.ScoreParts
-    message_ids: tuple[str, ...] = ()
-    thread_key: int | None = None
-    row: object = None
-
-
 class RecallLayer:
     """Search across grains, and the context's ``memories`` section."""
 
@@ -145,6 +98,7 @@ class RecallLayer:
         self._storage = storage
         self._index = index
         self._facts = facts
+        self._ranker = Ranker(storage, facts, config)
         self._dialogue = dialogue
         self._episodes = episodes
         self._entities = entities
@@ -192,11 +146,11 @@ class RecallLayer:
         self, user_id: str, query: str, k: int, grains: Sequence[str], at: datetime,
         since: datetime | None, until: datetime | None, now: datetime,
         window: tuple[int, int] | None = None,
-    ) -> list[_Hit]:
+    ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
         vector = self._index.embed_query(query)
-        limit = max(CANDIDATES, 6 * k)
+        limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
         found = {
             c.id: c
@@ -206,8 +160,8 @@ class RecallLayer:
         }
         if named is not None:
             # Units said then, however far their words are from the question's.
-            start = max(named.start - _TIME_SLACK, since) if since else named.start - _TIME_SLACK
-            end = min(named.end + _TIME_SLACK, until) if until else named.end + _TIME_SLACK
+            start = max(named.start - TIME_SLACK, since) if since else named.start - TIME_SLACK
+            end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
             for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
                 found.setdefault(c.id, c)
         for relation, name in self._linked_names(user_id, query):
@@ -220,14 +174,12 @@ class RecallLayer:
                 best = found.get(c.id)
                 if best is None or _strength(c) > _strength(best):
                     found[c.id] = c
-        hits = self._score(user_id, list(found.values()), now, named, Asked(query, at), window)
-        hits.sort(key=lambda h: (-h.score, h.at, h.id))
-        return _diverse(hits, k)
+        return self._ranker.rank(user_id, list(found.values()), k, now, named, Asked(query, at), window)
 
     def _linked_names(self, user_id: str, query: str) -> list[tuple[str, str]]:
         """``(relation, name)`` of the people and things the query's relation words point
         to ("my sister")."""
-        words = _words(query)
+        words = words_of(query)
         names: list[tuple[str, str]] = []
         for entity in self._entities.relevant(user_id, query, limit=10):
             relation = entity.attributes.get("relation_to_user", "")
@@ -237,83 +189,20 @@ class RecallLayer:
         return names[:MAX_LINKED_NAMES]
 
     def _has_any(self, user_id: str, grains: Sequence[str]) -> bool:
-        if "fact" in grains and self._storage.memories.count(user_id):
-            return True
+        # One read, each table probed by its user index ("LIMIT 1", never a count: a user
+        # with 10,000 memories answers as fast as one with a single memory).
+        probes = []
+        if "fact" in grains:
+            probes.append("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1")
+        if {"turn", "window"} & set(grains):
+            probes.append("SELECT 1 FROM units WHERE user_id = ? LIMIT 1")
+        if "session" in grains:
+            probes.append("SELECT 1 FROM episodes WHERE user_id = ? LIMIT 1")
+        sql = " UNION ALL ".join(f"SELECT * FROM ({p}) AS p{i}" for i, p in enumerate(probes)) + " LIMIT 1"
         with self._storage.db.read() as tx:
-            if {"turn", "window"} & set(grains) and tx.one("SELECT 1 FROM units WHERE user_id = ? LIMIT 1", (user_id,)):
-                return True
-            return "session" in grains and tx.one("SELECT 1 FROM episodes WHERE user_id = ? LIMIT 1", (user_id,)) is not None
+            return tx.one(sql, (user_id,) * len(probes)) is not None
 
-    def _score(
-        self, user_id: str, candidates: Sequence[Candidate], now: datetime, named: TimeRange | None,
-        asked: Asked, window: tuple[int, int] | None = None,
-    ) -> list[_Hit]:
-        """Scored hits; ``window`` is ``(thread_key, evicted_through)`` of the turn's thread,
-        whose messages after it the model is sent anyway."""
-        by_grain: dict[str, list[Candidate]] = {}
-        for c in candidates:
-            by_grain.setdefault(c.grain, []).append(c)
-        threshold = self.config.score_threshold
-        cal = self._facts.calibration
-        hits: list[_Hit] = []
-
-        current = asks_current(asked.query) and named is None
-
-        def timed(relevance: float, at: datetime) -> float:
-            if current:
-                return relevance * (1.0 - CURRENT_WEIGHT * (1.0 - recency(at)))
-            if named is None:
-                return relevance
-            if named.start - _TIME_SLACK <= at < named.end + _TIME_SLACK:
-                return 1.0 - (1.0 - relevance) * (1.0 - TIME_WEIGHT)
-            return relevance * OFF_TIME
-
-        def recency(at: datetime) -> float:
-            return scoring.decay_factor(self.config.decay, scoring.days_between(asked.at, at))
-
-        for s in self._facts.score(user_id, by_grain.get("fact", []), now, threshold=0.0):  # applied below
-            at = datetime.fromisoformat(s.row.valid_from)
-            rel = timed(s.parts.relevance, at)
-            if rel >= threshold:
-                parts = s.parts.model_copy(update={"relevance": rel, "score": scoring.score(rel, s.parts.effective_importance)})
-                hits.append(_Hit("fact", s.row.id, at, rel, parts.score, parts, tuple(s.row.source_messages), row=s.row))
-        spoken = [c for g in ("turn", "window") for c in by_grain.get(g, [])]
-        if spoken:
-            units = self._storage.units.get_many([c.id for c in spoken])
-            mine = [u for u in units.values() if u.user_id == user_id]
-            ids = self._storage.units.message_ids(mine)
-            for c in spoken:
-                unit = units.get(c.id)
-                if unit is None or unit.user_id != user_id:
-                    continue  # forgotten since its point was written: never shown
-                if window is not None and unit.thread_key == window[0] and unit.first_seq > window[1]:
-                    continue  # still in the thread's window: sent whole already
-                at = datetime.fromisoformat(unit.at)
-                rel = asked.by(unit.speaker, timed(scoring.relevance(c.dense, c.sparse, cal), at))
-                rel = asked.against(c.payload.get("asks"), rel)
-                if rel >= threshold and ids.get(unit.id):
-                    prior = recency(at)
-                    parts = scoring.ScoreParts(relevance=rel, dense=c.dense, sparse=c.sparse, decay=prior,
-                                               effective_importance=prior, score=scoring.score(rel, prior))
-                    hits.append(_Hit(unit.grain, unit.id, at, rel, parts.score, parts, tuple(ids[unit.id]),
-                                     unit.thread_key, unit))
-        sessions = by_grain.get("session", [])
-        if sessions:
-            rows = self._storage.episodes.get_many([c.id for c in sessions])
-            for c in sessions:
-                episode = rows.get(c.id)
-                if episode is None or episode.user_id != user_id:
-                    continue
-                at = datetime.fromisoformat(episode.started_at)
-                rel = timed(scoring.relevance(c.dense, c.sparse, cal), at)
-                if rel >= threshold:
-                    prior = recency(at)
-                    parts = scoring.ScoreParts(relevance=rel, dense=c.dense, sparse=c.sparse, decay=prior,
-                                               effective_importance=prior, score=scoring.score(rel, prior))
-                    hits.append(_Hit("session", episode.id, at, rel, parts.score, parts, row=episode))
-        return hits
-
-    def _evidence(self, hits: Sequence[_Hit], now: datetime, *, peek: bool, explain: bool) -> list[Evidence]:
+    def _evidence(self, hits: Sequence[Hit], now: datetime, *, peek: bool, explain: bool) -> list[Evidence]:
         from .episodes import Episode
         from .facts import Scored
 
@@ -386,49 +275,6 @@ class RecallLayer:
         return [] if thread is None else lines_of(self._storage.units.spoken(thread.key, seqs))
 
 
-@dataclass(frozen=True)
-class Asked:
-    """Who a question is about, and when it is asked."""
-
-    query: str
-    at: datetime
-
-    @cached_property
-    def words(self) -> set[str]:
-        return _words(self.query)
-
-    @cached_property
-    def is_question(self) -> bool:
-        return self.query.rstrip().endswith("?") or bool(_INTERROGATIVE.match(self.query))
-
-    def against(self, asks: object, relevance: float) -> float:
-        """``relevance`` of evidence whose lines are questions in the share ``asks`` (0..1),
-        for this query: less, when the query is a question too."""
-        if not isinstance(asks, (int, float)) or asks <= 0 or not self.is_question:
-            return relevance
-        return relevance * (1.0 - (1.0 - ASKING) * min(1.0, float(asks)))
-
-    def by(self, speaker: str | None, relevance: float) -> float:
-        """``relevance`` as who said it makes it: less from the other side of a first- (or
-        second-) person question, more from a speaker the question names."""
-        if speaker is None:
-            return relevance
-        if speaker in ("user", "assistant"):
-            mine = bool(_FIRST_PERSON.search(self.query))
-            yours = bool(_SECOND_PERSON.search(self.query))
-            if mine != yours and (speaker == "assistant") == mine:
-                return relevance * OTHER_SPEAKER
-            return relevance
-        if speaker.casefold() in self.words or speaker.split()[0].casefold() in self.words:
-            return 1.0 - (1.0 - relevance) * (1.0 - NAMED_SPEAKER)
-        return relevance
-
-
-def _words(text: str) -> set[str]:
-    """The casefolded words of ``text``, a possessive's "'s" cut ("aunt's" → "aunt")."""
-    return {re.sub(r"['’]s$", "", w.casefold()) for w in _WORDS.findall(text)}
-
-
 def _about(query: str, relation: str, name: str) -> str:
     """``query`` asked about ``name`` instead of the relation ("what does my aunt do?" →
     "what does Ilse do?"), so its words meet what was said about them by name; the name in
@@ -440,18 +286,3 @@ def _about(query: str, relation: str, name: str) -> str:
 
 def _strength(c: Candidate) -> float:
     return scoring.relevance(c.dense, c.sparse)
-
-
-def _diverse(hits: Sequence[_Hit], k: int) -> list[_Hit]:
-    """The best ``k`` hits, skipping one whose messages the hits above it already cover."""
-    out: list[_Hit] = []
-    covered: set[str] = set()
-    for h in hits:
-        ids = set(h.message_ids)
-        if h.grain != "fact" and ids and ids <= covered:
-            continue
-        out.append(h)
-        covered |= ids
-        if len(out) == k:
-            break
-    return out

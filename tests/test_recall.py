@@ -257,3 +257,38 @@ def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budge
     # The budget holds, counted with the same counter.
     small = quote_evidence([turn(4), window(2, 5), turn(8)], 60, counter, neighbours)
     assert small is not None and small.tokens <= 60 and small.tokens == counter.count_text(small.text)
+
+
+def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkeypatch):
+    from langchain_tiered_memory import ranking
+
+    t0 = datetime(2025, 2, 1, 9, tzinfo=timezone.utc)
+    said = [
+        "I live in Paris.", "My sister Ines is a nurse.", "I prefer green tea in the morning.",
+        "We adopted a cat called Miso.", "Work at Acme is stressful lately.", "I moved to Lisbon last week.",
+        "My brother Tom plays the cello.", "I started learning Portuguese.", "The cat knocked over my tea.",
+        "Ines is visiting us in Lisbon next month.", "I switched from tea to coffee.", "Tom got a new job at Acme.",
+    ]
+    for i, text in enumerate(said):
+        memory.after_turn("u", f"s{i % 3}", [HumanMessage(text), AIMessage("Noted, thanks for telling me.")],
+                          at=t0 + timedelta(days=3 * i))
+    memory.remember("u", "The user is allergic to peanuts.", "fact", 0.9)
+    for i, text in enumerate(["The user lives in Lisbon.", "The user's sister Ines is a nurse.",
+                              "The user drinks coffee now.", "The user's cat is called Miso."]):
+        memory.remember("u", text, "fact", 0.1 + 0.25 * i)  # low priors: bounds well above scores
+    memory.flush()
+    queries = ["where do I live now?", "what does my sister do", "what do I drink", "tell me about the cat",
+               "who works at Acme?", "what happened last week?", "languages"]
+
+    def ranked(k: int) -> list[list[tuple[str, str, float]]]:
+        return [[(e.grain, e.id, round(e.score, 6)) for e in memory.recall("u", q, k=k, peek=True,
+                                                                           at=t0 + timedelta(days=40))]
+                for q in queries]
+
+    for k in (1, 3, 8):
+        monkeypatch.setattr(ranking, "_BATCH_PER_RESULT", 1)  # batches as small as they go
+        lazy = ranked(k)
+        monkeypatch.setattr(ranking, "_BATCH_PER_RESULT", 10_000)  # one batch: every record read
+        assert ranked(k) == lazy
+    monkeypatch.undo()
+    assert any(len(r) == 8 for r in ranked(8))  # the case where batches matter was exercised
