@@ -11,6 +11,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -37,6 +38,9 @@ REPLY_PRIMING = 3
 IMAGE_TOKENS = 85
 #: Texts up to this long are counted once per counter (see ``TiktokenCounter``).
 _CACHED_CHARS = 1_000
+#: Where a line starts: after a newline, before a non-space (a piece boundary of cl100k's
+#: pre-tokenizer, which no token crosses).
+_LINE_STARTS = re.compile(r"(?<=\n)(?=\S)")
 
 #: What a user may pass as ``token_counter``: a chat model (its
 #: ``get_num_tokens_from_messages`` is used) or a callable over a list of messages, as
@@ -206,7 +210,13 @@ class TiktokenCounter(TokenCounter):
     def count_text(self, text: str) -> int:
         if len(text) <= _CACHED_CHARS:
             return self._short(text)
-        return self._encode_count(text)
+        # A long text (a section, the memory block) is mostly lines counted before. cl100k's
+        # pre-tokenizer always starts a new piece after a newline that a non-space follows,
+        # and no token spans two pieces, so the text's count is the sum of its lines'.
+        return sum(
+            self._short(line) if len(line) <= _CACHED_CHARS else self._encode_count(line)
+            for line in _LINE_STARTS.split(text)
+        )
 
     def _encode_count(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))

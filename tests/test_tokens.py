@@ -61,6 +61,22 @@ def test_counts_agree_on_arbitrary_text(openai, counter, text, kind):
     assert abs(counter.count_message(m) + 3 - openai.get_num_tokens_from_messages([m])) <= 1
 
 
+_PIECES = list("ab Z9.,!?'#-*()\t\r\xa0\u2028é日🎌") + ["'s", " \n", ".\n", "<|endoftext|>", "word", "  "]
+_LINES = st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), min_size=2, max_size=60)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=_LINES, joint=st.sampled_from(["\n", "\n\n", " \n", ".\n\n", "\r\n"]))
+@example(lines=["x" * 600, "- a line.", "", "  indented", "y" * 600], joint="\n\n")
+def test_a_long_text_counted_line_by_line_counts_exactly_what_tiktoken_counts(counter, lines, joint):
+    text = joint.join(lines)
+    if len(text) <= 1_000:
+        text = (text + "\n") * (1_001 // (len(text) + 1) + 1)  # long: counted by its lines
+    truth = len(counter._enc.encode(text, disallowed_special=()))
+    assert counter.count_text(text) == truth
+    assert counter.count_text(text) == truth  # again, from the cached lines
+
+
 def test_offline_without_any_user_setting(tmp_path):
     """A fresh process with no TIKTOKEN_CACHE_DIR and an empty home still counts tokens."""
     env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
