@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -297,9 +297,10 @@ def _payload_time(payload: dict[str, Any]) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value)
+        at = datetime.fromisoformat(value)
     except ValueError:
         return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)  # stored as UTC
 
 
 def _diverse(hits: Sequence[Hit], k: int) -> list[Hit]:

@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union
@@ -38,6 +39,10 @@ REPLY_PRIMING = 3
 IMAGE_TOKENS = 85
 #: Texts up to this long are counted once per counter (see ``TiktokenCounter``).
 _CACHED_CHARS = 1_000
+#: Longer lines up to this long are counted once too, remembered by a digest of their text
+#: (at most ``_LONG_COUNTS`` of them).
+_DIGESTED_CHARS = 20_000
+_LONG_COUNTS = 1_024
 #: Where a line starts: after a newline, before a non-space (a piece boundary of cl100k's
 #: pre-tokenizer, which no token crosses).
 _LINE_STARTS = re.compile(r"(?<=\n)(?=\S)")
@@ -206,6 +211,10 @@ class TiktokenCounter(TokenCounter):
         # The context's lines (a profile, an episode, a quoted turn) come back turn after
         # turn: short texts are counted once. Bounded: at most 4,096 texts of ≤ 1,000 chars.
         self._short = functools.lru_cache(maxsize=4096)(self._encode_count)
+        # Longer lines (an episode's line, a long quoted turn) by a digest of their text, so
+        # the cache holds no copy of them: at most 1,024 counts.
+        self._long: OrderedDict[bytes, int] = OrderedDict()
+        self._long_lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
         if len(text) <= _CACHED_CHARS:
@@ -214,12 +223,28 @@ class TiktokenCounter(TokenCounter):
         # pre-tokenizer always starts a new piece after a newline that a non-space follows,
         # and no token spans two pieces, so the text's count is the sum of its lines'.
         return sum(
-            self._short(line) if len(line) <= _CACHED_CHARS else self._encode_count(line)
+            self._short(line) if len(line) <= _CACHED_CHARS else self._long_count(line)
             for line in _LINE_STARTS.split(text)
         )
 
     def _encode_count(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))
+
+    def _long_count(self, line: str) -> int:
+        if len(line) > _DIGESTED_CHARS:
+            return self._encode_count(line)  # rare: hashing it would cost near what counting does
+        key = hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._long_lock:
+            n = self._long.get(key)
+            if n is not None:
+                self._long.move_to_end(key)
+                return n
+        n = self._encode_count(line)
+        with self._long_lock:
+            self._long[key] = n
+            if len(self._long) > _LONG_COUNTS:
+                self._long.popitem(last=False)
+        return n
 
     def truncate_text(self, text: str, max_tokens: int) -> str:
         ids = self._enc.encode(text, disallowed_special=())

@@ -68,6 +68,7 @@ _LINES = st.lists(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join), 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=_LINES, joint=st.sampled_from(["\n", "\n\n", " \n", ".\n\n", "\r\n"]))
 @example(lines=["x" * 600, "- a line.", "", "  indented", "y" * 600], joint="\n\n")
+@example(lines=["word " * 300 + "end.", "next line", "\ud800 lone" * 200], joint="\n")  # long lines: by digest
 def test_a_long_text_counted_line_by_line_counts_exactly_what_tiktoken_counts(counter, lines, joint):
     text = joint.join(lines)
     if len(text) <= 1_000:
