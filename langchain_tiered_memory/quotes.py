@@ -12,7 +12,7 @@ for context and a long reply would crowd out evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -34,8 +34,9 @@ LINE_FRAME = 12
 
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
-#: The messages of a thread at the given seqs, in order (for the neighbours of a turn).
-Neighbours = Callable[[str, Sequence[int]], Sequence[Line]]
+#: The messages at the given seqs of each thread, by ``(thread_id, seq)`` (the neighbours
+#: of the matching turns, all read at once).
+Neighbours = Callable[[Sequence[tuple[str, Sequence[int]]]], Mapping[tuple[str, int], Line]]
 
 
 @dataclass
@@ -161,11 +162,19 @@ def _add_neighbours(
     cost: Callable[[_Passage], int], neighbours: Neighbours,
 ) -> int:
     """Around each matching turn, the message before and after it, while they fit."""
+    wanted = {
+        id(p): sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
+        for p in passages if p.thread_id is not None and p.matched
+    }
+    requests = [(p.thread_id, wanted[id(p)]) for p in passages if p.thread_id is not None and wanted.get(id(p))]
+    found = neighbours(requests) if requests else {}
     for p in passages:
-        if p.thread_id is None or not p.matched:
+        if p.thread_id is None or not wanted.get(id(p)):
             continue
-        wanted = sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
-        for line in neighbours(p.thread_id, wanted) if wanted else ():
+        for seq in wanted[id(p)]:
+            line = found.get((p.thread_id, seq))
+            if line is None:
+                continue
             if line.message_id in present:
                 continue
             p.lines[line.seq] = line

@@ -21,7 +21,7 @@ budget allows the turns around a turn that matched.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -33,7 +33,7 @@ from .dialogue import DialogueLayer, Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
-from .quotes import quote_evidence
+from .quotes import Neighbours, quote_evidence
 from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
 
 if TYPE_CHECKING:
@@ -256,7 +256,8 @@ class RecallLayer:
         if not hits:
             return None
         evidence = self._evidence(hits, now, peek=True, explain=False)
-        quoted = quote_evidence(evidence, budget, self._counter, self._neighbours)
+        keys = {e.thread_id: h.thread_key for h, e in zip(hits, evidence) if e.thread_id and h.thread_key is not None}
+        quoted = quote_evidence(evidence, budget, self._counter, self._neighbours(keys))
         if quoted is None:
             return None
         shown = quoted.shown
@@ -271,9 +272,16 @@ class RecallLayer:
             )
         return ContextSection(self.name, quoted.text, quoted.tokens)
 
-    def _neighbours(self, thread_id: str, seqs: Sequence[int]) -> list[Line]:
-        thread = self._storage.threads.get(thread_id)
-        return [] if thread is None else lines_of(self._storage.units.spoken(thread.key, seqs))
+    def _neighbours(self, keys: Mapping[str, int]) -> Neighbours:
+        """Reads the neighbours a section asks for in one query (``keys``: the thread key of
+        each thread id among the hits)."""
+
+        def read(requests: Sequence[tuple[str, Sequence[int]]]) -> dict[tuple[str, int], Line]:
+            threads = {keys[t]: t for t, _ in requests if t in keys}
+            rows = self._storage.units.spoken_many([(keys[t], seqs) for t, seqs in requests if t in keys])
+            return {(threads[k], line.seq): line for k, found in rows.items() for line in lines_of(found)}
+
+        return read
 
 
 def _about(query: str, relation: str, name: str) -> str:

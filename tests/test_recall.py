@@ -3,6 +3,7 @@ time and updates understood — with the real MiniLM model on a real Qdrant Edge
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -135,7 +136,15 @@ def test_every_hit_names_its_messages_and_forgetting_them_removes_the_hits(memor
     assert memory.recall("u", "which music do I like", k=1)[0].message_ids == ("m3",)
 
 
-def test_a_matching_turn_is_quoted_with_its_neighbours(memory):
+@pytest.fixture
+def either(make_memory, minilm):
+    """A memory on each relational backend (SQLite, and PostgreSQL with qdrant-client)."""
+    with make_memory(INLINE, embeddings=minilm) as m:
+        yield m
+
+
+def test_a_matching_turn_is_quoted_with_its_neighbours(either):
+    memory = either
     when = datetime(2025, 5, 1, 10, tzinfo=timezone.utc)
     memory.after_turn("u", "old", [
         HumanMessage("Can you recommend a novel?"),
@@ -149,6 +158,13 @@ def test_a_matching_turn_is_quoted_with_its_neighbours(memory):
     # The turn before it (the recommendation) and after it come along, dated.
     assert "Remains of the Day" in block and "Want another one" in block
     assert block.index("Remains of the Day") < block.index("made me cry") < block.index("Want another one")
+    # The neighbours of matches in several threads are read in one query, each thread's own.
+    memory.after_turn("u", "other", [HumanMessage(f"line {i}") for i in range(4)], at=when)
+    units = memory.storage.units
+    keys = [memory.storage.threads.get(t).key for t in ("old", "other")]
+    found = units.spoken_many([(keys[0], [0, 3, 99]), (keys[1], [2, 1]), (keys[0], [1])])
+    assert {k: [r[0] for r in rows] for k, rows in found.items()} == {keys[0]: [0, 1, 3], keys[1]: [1, 2]}
+    assert json.loads(found[keys[1]][0][3])["data"]["content"] == "line 1"
 
 
 def test_a_question_about_my_brother_reaches_what_was_said_of_him_by_name(memory):
@@ -239,9 +255,9 @@ def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budge
     counter = TiktokenCounter()
     asked: list[list[int]] = []
 
-    def neighbours(thread_id: str, seqs):
-        asked.append(list(seqs))
-        return [lines[s] for s in seqs if s in lines]
+    def neighbours(requests):
+        asked.append([s for _, seqs in requests for s in seqs])
+        return {(thread_id, s): lines[s] for thread_id, seqs in requests for s in seqs if s in lines}
 
     # turn 4, then a window 2..5 over it, then turn 8 (apart): two passages, no message twice.
     quoted = quote_evidence([turn(4), window(2, 5), turn(8)], 10_000, counter, neighbours)
@@ -251,6 +267,7 @@ def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budge
     # m5 is evidence (in the window): quoted whole; m7/m9 are turn 8's neighbours: shortened.
     assert text.count("long") == 300
     assert "message 7" in text and "message 9" in text
+    assert len(asked) == 1  # every passage's neighbours in one read
     lines[9] = Line("m9", 9, at, "assistant", "tail " * 300)
     quoted = quote_evidence([turn(8)], 10_000, counter, neighbours)
     assert quoted.text.count("tail") < 300 and len(quoted.text.splitlines()[-1]) < NEIGHBOUR_CHARS + 40

@@ -138,20 +138,23 @@ class Units(Indexed):
             for u in units
         }
 
-    def spoken(self, thread_key: int, seqs: Sequence[int]) -> list[tuple[int, str, str, str, int]]:
-        """The user and assistant messages at ``seqs`` of a thread, as ``(seq, message_id,
-        created_at, data, tokens)``, in order."""
-        if not seqs:
-            return []
+    def spoken_many(self, wanted: Sequence[tuple[int, Sequence[int]]]) -> dict[int, list[tuple[int, str, str, str, int]]]:
+        """The user and assistant messages at the given seqs of each thread, as ``(seq,
+        message_id, created_at, data, tokens)`` in order, by thread key; one query."""
+        terms = [(key, sorted(set(seqs))) for key, seqs in wanted if seqs]
+        out: dict[int, list[tuple[int, str, str, str, int]]] = {}
+        if not terms:
+            return out
         with self.db.read() as tx:
-            return [
-                (r[0], r[1], r[2], r[3], r[4])
+            for chunk in chunks(terms, _RANGES_PER_QUERY):
+                where = " OR ".join(f"(thread_key = ? AND seq IN {tx.in_list(seqs)})" for _, seqs in chunk)
                 for r in tx.all(
-                    f"SELECT seq, message_id, created_at, data, tokens FROM messages WHERE thread_key = ? "
-                    f"AND seq IN {tx.in_list(seqs)} AND type IN ('human', 'ai') ORDER BY seq",
-                    (thread_key, *seqs),
-                )
-            ]
+                    f"SELECT thread_key, seq, message_id, created_at, data, tokens FROM messages "
+                    f"WHERE ({where}) AND type IN ('human', 'ai') ORDER BY thread_key, seq",
+                    [v for key, seqs in chunk for v in (key, *seqs)],
+                ):
+                    out.setdefault(r[0], []).append((r[1], r[2], r[3], r[4], r[5]))
+        return out
 
     def thread_ids(self, keys: Sequence[int]) -> dict[int, str]:
         """The thread id of each thread key."""
