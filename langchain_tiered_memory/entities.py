@@ -163,13 +163,16 @@ class EntityLayer:
                 return entity.name
         return None
 
-    def relevant(self, user_id: str, query: str | None, limit: int = MAX_ENTITIES_IN_CONTEXT) -> list[Entity]:
-        """Entities matching the query's terms (best first), then the most recent ones."""
+    def relevant(
+        self, user_id: str, query: str | None, limit: int = MAX_ENTITIES_IN_CONTEXT, *, fill: bool = True
+    ) -> list[Entity]:
+        """Entities matching the query's terms (best first), then (``fill``) the most recent
+        ones."""
         found: list[EntityRow] = []
         terms = query_terms(query) if query else []
         if terms:
             found = self._storage.entities.search(user_id, terms, limit)
-        if len(found) < limit:
+        if fill and len(found) < limit:
             seen = {r.id for r in found}
             found += [r for r in self._storage.entities.of_user(user_id, limit) if r.id not in seen]
         return [to_entity(r) for r in found[:limit]]

@@ -182,7 +182,8 @@ class RecallLayer:
         to ("my sister")."""
         words = words_of(query)
         names: list[tuple[str, str]] = []
-        for entity in self._entities.relevant(user_id, query, limit=10):
+        # A profile's relation is in its search text: the query's words find it (no fill).
+        for entity in self._entities.relevant(user_id, query, limit=10, fill=False):
             relation = entity.attributes.get("relation_to_user", "")
             if relation and relation != "self" and relation.casefold() in words:
                 if entity.name.casefold() not in words and all(entity.name != n for _, n in names):
