@@ -160,7 +160,7 @@ class TieredMemory(AdapterAccess):
         )
         self._dialogue = DialogueLayer(storage)
         self._recall = RecallLayer(
-            storage, self._index, self._facts, self._dialogue, self._episodes, self._entities, config, counter,
+            storage, self._index, self._facts, self._entities, config, counter,
             self._now,
         )
         for source in (self._facts, self._episodes, self._dialogue):

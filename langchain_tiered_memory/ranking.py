@@ -84,6 +84,8 @@ class Hit:
     message_ids: tuple[str, ...] = ()
     thread_key: int | None = None
     row: object = None
+    #: A turn's or a window's messages as read, ``(seq, message_id, created_at, data, tokens)``.
+    spans: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,15 +220,17 @@ class Ranker:
     def _units_of(self, chosen: Sequence[_Pending], weigh: _Weigh) -> list[Hit]:
         if not chosen:
             return []
-        ids = self._storage.units.message_ids([p.unit for p in chosen if p.unit is not None])
+        # With their text: the hits that rank are quoted next, and a unit's messages are few.
+        spans = self._storage.units.spans([p.unit for p in chosen if p.unit is not None])
         out = []
         for p in chosen:
             unit, c = p.unit, p.candidate
-            if unit is None or not ids.get(unit.id) or p.at is None:
+            if unit is None or not spans.get(unit.id) or p.at is None:
                 continue  # its messages were forgotten: nothing to show
             parts = _said(c, p.relevance, weigh.recency(p.at))
-            out.append(Hit(unit.grain, unit.id, p.at, p.relevance, parts.score, parts, tuple(ids[unit.id]),
-                           unit.thread_key, unit))
+            rows = tuple(spans[unit.id])
+            out.append(Hit(unit.grain, unit.id, p.at, p.relevance, parts.score, parts, tuple(r[1] for r in rows),
+                           unit.thread_key, unit, rows))
         return out
 
     def _facts_of(self, user_id: str, chosen: Sequence[_Pending], now: datetime, weigh: _Weigh) -> list[Hit]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from . import scoring
 from .context import ContextSection, SectionRequest
 from .dates import resolve
-from .dialogue import DialogueLayer, Line, lines_of
+from .dialogue import Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
@@ -39,7 +39,6 @@ from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
 if TYPE_CHECKING:
     from .config import MemoryConfig
     from .entities import EntityLayer
-    from .episodes import EpisodeLayer
     from .facts import FactLayer
     from .storage import Storage
     from .tokens import TokenCounter
@@ -89,8 +88,6 @@ class RecallLayer:
         storage: Storage,
         index: RecallIndex,
         facts: FactLayer,
-        dialogue: DialogueLayer,
-        episodes: EpisodeLayer,
         entities: EntityLayer,
         config: MemoryConfig,
         counter: TokenCounter,
@@ -100,8 +97,6 @@ class RecallLayer:
         self._index = index
         self._facts = facts
         self._ranker = Ranker(storage, facts, config)
-        self._dialogue = dialogue
-        self._episodes = episodes
         self._entities = entities
         self.config = config
         self._counter = counter
@@ -211,8 +206,8 @@ class RecallLayer:
         facts = [h for h in hits if h.grain == "fact"]
         entries = self._facts.record([Scored(h.row, h.score, h.parts) for h in facts], now, peek)  # type: ignore[arg-type]
         by_fact = {e.id: e for e in entries}
-        units = [h.row for h in hits if h.grain in ("turn", "window")]
-        lines = self._dialogue.lines(units) if units else {}  # type: ignore[arg-type]
+        # The ranking read each unit's messages already (to name them): their lines from that.
+        lines = {h.id: lines_of(h.spans) for h in hits if h.grain in ("turn", "window")}
         threads = self._storage.units.thread_ids(sorted({h.thread_key for h in hits if h.thread_key is not None}))
         out = []
         for h in hits:

@@ -111,10 +111,6 @@ class Units(Indexed):
         unit id (``tokens``: the message's stored count)."""
         return self._messages(units, "seq, message_id, created_at, data, tokens")
 
-    def message_ids(self, units: Sequence[UnitRow]) -> dict[str, list[str]]:
-        """Each unit's spoken message ids, by unit id (no message content read)."""
-        return {k: [r[1] for r in v] for k, v in self._messages(units, "seq, message_id").items()}
-
     def _messages(self, units: Sequence[UnitRow], columns: str) -> dict[str, list[tuple[Any, ...]]]:
         # One query for all the spans (a search's evidence comes from many threads): each
         # thread's spans merged into ranges, each range a term the primary key answers.
