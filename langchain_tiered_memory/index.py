@@ -27,16 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .backends.base import (
+from .backends.base import BaseBackend
+from .backends.records import (
     MODEL_FIELD,
-    BaseBackend,
     CollectionSchema,
     PointData,
     Range,
     ScoredRecord,
     Where,
-    reindex_backend,
 )
+from .backends.reindex import reindex_backend
 from .errors import (
     EmbeddingError,
     ShardLockedError,

@@ -98,7 +98,7 @@ def upgrade_directory(storage: Storage, data_dir: Path, embeddings: Callable[[],
 
 
 def _everything() -> Any:
-    from .backends.base import Where
+    from .backends.records import Where
 
     # Every 0.1 point carried a user_id: "no point lacks the stamp field" is every point.
     return Where(none_of={"__no_such_field__": ["x"]})

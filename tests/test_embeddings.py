@@ -28,6 +28,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from tokenizers import Tokenizer
 
 import langchain_tiered_memory.embeddings as embeddings_module
+import langchain_tiered_memory.minilm as minilm_module
 from langchain_tiered_memory.embeddings import (
     HashingEmbeddings,
     MiniLMEmbeddings,
@@ -437,4 +438,4 @@ def test_batches_cap_texts_and_padded_tokens() -> None:
     assert [i for b in batches for i in b] == list(range(len(lengths)))
     for b in batches:
         assert 1 <= len(b) <= 4
-        assert len(b) == 1 or len(b) * lengths[b[-1]] <= embeddings_module._TOKENS_PER_BATCH
+        assert len(b) == 1 or len(b) * lengths[b[-1]] <= minilm_module._TOKENS_PER_BATCH

@@ -11,23 +11,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .base import (
+from .base import BaseBackend
+from .bm25 import bm25_document, bm25_query
+from .edge import EdgeBackend, open_shared
+from .records import (
     DENSE_VECTOR,
     MODEL_FIELD,
     SPARSE_VECTOR,
     BackendInfo,
-    BaseBackend,
     CollectionSchema,
     PointData,
     Range,
     Record,
     ScoredRecord,
     Where,
-    bm25_document,
-    bm25_query,
-    reindex_backend,
 )
-from .edge import EdgeBackend, open_shared
+from .reindex import reindex_backend
 from .server import QdrantServerBackend
 
 __all__ = [

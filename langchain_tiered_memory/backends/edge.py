@@ -49,16 +49,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ShardLockedError, VectorStoreError
-from .base import (
+from .base import BaseBackend
+from .filters import FilterBuilder, iso
+from .records import (
     SPARSE_VECTOR,
-    BaseBackend,
     CollectionSchema,
-    FilterBuilder,
     Range,
     Record,
     ScoredRecord,
     Where,
-    iso,
     new_meta,
 )
 

@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import VectorStoreError
-from .base import (
+from .base import BaseBackend
+from .filters import FilterBuilder
+from .records import (
     SPARSE_VECTOR,
-    BaseBackend,
     CollectionSchema,
-    FilterBuilder,
     Range,
     Record,
     ScoredRecord,

@@ -1,0 +1,52 @@
+"""BM25 term weights, computed here with Qdrant Edge's own ``Bm25`` tokenizer so that every
+backend indexes text identically (the inverse document frequency is applied by Qdrant at
+query time).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..errors import VectorStoreError
+
+__all__ = ["bm25_document", "bm25_query"]
+
+
+_bm25_lock = threading.Lock()
+_bm25: Any = None
+
+
+def _model() -> Any:
+    global _bm25
+    if _bm25 is None:
+        with _bm25_lock:
+            if _bm25 is None:
+                try:
+                    from qdrant_edge import Bm25
+                except ImportError as exc:  # pragma: no cover - a dependency
+                    raise VectorStoreError(
+                        f"qdrant-edge-py is not installed ({exc}): pip install qdrant-edge-py"
+                    ) from exc
+                # Defaults: k=1.2, b=0.75, English stopwords and Snowball stemmer, the same
+                # Bm25Config a Qdrant server's "Qdrant/bm25" inference uses.
+                _bm25 = Bm25()
+    return _bm25
+
+
+def bm25_document(text: str) -> tuple[list[int], list[float]]:
+    """BM25 term weights of an indexed text: ``(indices, values)``.
+
+    Qdrant Edge's ``Bm25`` tokenizer (lower-case, English stopwords, Snowball stemming)
+    hashes each term to an index and weights it by saturated term frequency; the IDF factor
+    is applied by Qdrant at query time (``Modifier.IDF`` on the sparse vector). Deterministic
+    across processes and machines. A text with no terms gives empty lists.
+    """
+    vec = _model().embed_document(text)
+    return list(vec.indices), list(vec.values)
+
+
+def bm25_query(text: str) -> tuple[list[int], list[float]]:
+    """BM25 terms of a query: each distinct term with weight 1."""
+    vec = _model().embed_query(text)
+    return list(vec.indices), list(vec.values)
