@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import (
     BaseStore,
@@ -524,7 +524,15 @@ def test_random_sequences_on_generic_namespaces(sequence):
     check_sequence(sequence, with_memories=False)
 
 
+_V = {"n": 0, "tag": "even", "nested": {"x": 0}, "list": [0, 0], "words": ""}
+_WORK, _ALICE = ("memories", "alice", "work"), ("memories", "alice")
+
+
 @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+# Deleting the oldest item of a namespace keeps the namespace's place in a listing.
+@example(sequence=[("put", _WORK, "k0", {**_V, "id": "w0"}, None), ("put", _ALICE, "k0", {**_V, "id": "a0"}, None),
+                   ("put", _WORK, "k1", {**_V, "id": "w1"}, None), ("delete", _WORK, "k0"),
+                   ("search", _ALICE, None, 1, 0, None)])
 @given(operations(MEMORY_NS + [("docs", "alice")],
                   [("memories", "alice"), ("memories", "alice", "work"), ("memories", "bob"), ("docs",)],
                   [None], memory_values))

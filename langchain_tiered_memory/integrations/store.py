@@ -321,9 +321,12 @@ class TieredMemoryStore(BaseStore):
         namespace = tuple(op.namespace)
         found = self._find(user, namespace, op.key)
         if op.value is None:
+            # The item first: its delete keeps the namespace's place among the others (the
+            # next-oldest item takes its slot), which forgetting the memory, removing the row
+            # with it, would not.
+            self.memory.items.delete(namespace, op.key)
             if found is not None:
                 self.memory.forget(user_id=user, memory_id=found[0].id)
-            self.memory.items.delete(namespace, op.key)
             return
         value = dict(op.value)
         text = value.get("content")
