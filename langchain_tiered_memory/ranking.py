@@ -183,6 +183,7 @@ class Ranker:
         hits.extend(self._sessions(user_id, by_grain.get("session", []), weigh))
         pending.sort(key=lambda p: (-p.bound, p.at or datetime.max.replace(tzinfo=now.tzinfo), p.id))
         batch = max(1, k) * _BATCH_PER_RESULT
+        hits.sort(key=lambda h: (-h.score, h.at, h.id))
         best = _diverse(hits, k)
         while pending:
             if len(best) == k and pending[0].bound < best[-1].score:

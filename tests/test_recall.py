@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.cli import DEMO_TURNS
 from langchain_tiered_memory.embeddings import MiniLMEmbeddings
+from langchain_tiered_memory.index import GRAINS
 
 INLINE = MemoryConfig(job_mode="inline")
 
@@ -293,14 +294,16 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
     for i, text in enumerate(["The user lives in Lisbon.", "The user's sister Ines is a nurse.",
                               "The user drinks coffee now.", "The user's cat is called Miso."]):
         memory.remember("u", text, "fact", 0.1 + 0.25 * i)  # low priors: bounds well above scores
+    for thread in ("s0", "s1", "s2"):
+        memory.end_session("u", thread)  # episodes: the session grain too
     memory.flush()
     queries = ["where do I live now?", "what does my sister do", "what do I drink", "tell me about the cat",
                "who works at Acme?", "what happened last week?", "languages"]
 
     def ranked(k: int) -> list[list[tuple[str, str, float]]]:
-        return [[(e.grain, e.id, round(e.score, 6)) for e in memory.recall("u", q, k=k, peek=True,
+        return [[(e.grain, e.id, round(e.score, 6)) for e in memory.recall("u", q, k=k, peek=True, grains=grains,
                                                                            at=t0 + timedelta(days=40))]
-                for q in queries]
+                for q in queries for grains in (None, GRAINS, ["session"])]
 
     for k in (1, 3, 8):
         monkeypatch.setattr(ranking, "_BATCH_PER_RESULT", 1)  # batches as small as they go
@@ -309,3 +312,6 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
         assert ranked(k) == lazy
     monkeypatch.undo()
     assert any(len(r) == 8 for r in ranked(8))  # the case where batches matter was exercised
+    for result in ranked(3):  # best first, whatever the grains
+        assert [score for *_, score in result] == sorted((score for *_, score in result), reverse=True)
+    assert any(len(r) > 1 and r[0][0] == "session" for r in ranked(3))  # sessions ranked too
