@@ -151,7 +151,7 @@ class DialogueLayer:
             else:
                 import numpy as np  # here, not at module level: importing the package loads no numpy
 
-                mean = sum(np.asarray(made[t]) for t in parts[u.id])
+                mean = np.sum([np.asarray(made[t]) for t in parts[u.id]], axis=0)
                 norm = float(np.linalg.norm(mean))
                 out.append((mean / norm).tolist() if norm else embed([u.text])[0])
         return out

@@ -162,20 +162,16 @@ def _add_neighbours(
     cost: Callable[[_Passage], int], neighbours: Neighbours,
 ) -> int:
     """Around each matching turn, the message before and after it, while they fit."""
-    wanted = {
-        id(p): sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
-        for p in passages if p.thread_id is not None and p.matched
-    }
-    requests = [(p.thread_id, wanted[id(p)]) for p in passages if p.thread_id is not None and wanted.get(id(p))]
-    found = neighbours(requests) if requests else {}
+    wanted: list[tuple[_Passage, str, list[int]]] = []
     for p in passages:
-        if p.thread_id is None or not wanted.get(id(p)):
-            continue
-        for seq in wanted[id(p)]:
-            line = found.get((p.thread_id, seq))
-            if line is None:
-                continue
-            if line.message_id in present:
+        seqs = sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
+        if p.thread_id is not None and seqs:
+            wanted.append((p, p.thread_id, seqs))
+    found = neighbours([(thread, seqs) for _, thread, seqs in wanted]) if wanted else {}
+    for p, thread, seqs in wanted:
+        for seq in seqs:
+            line = found.get((thread, seq))
+            if line is None or line.message_id in present:
                 continue
             p.lines[line.seq] = line
             p.context.add(line.seq)

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .config import MemoryConfig
     from .facts import FactLayer
     from .storage import Storage
-    from .storage.units import UnitRow
+    from .storage.units import Spoken, UnitRow
 
 __all__ = ["TIME_SLACK", "Asked", "Hit", "Ranker", "words_of"]
 
@@ -85,7 +85,7 @@ class Hit:
     thread_key: int | None = None
     row: object = None
     #: A turn's or a window's messages as read, ``(seq, message_id, created_at, data, tokens)``.
-    spans: tuple[tuple[Any, ...], ...] = ()
+    spans: tuple[Spoken, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .database import Database, Tx, chunks
 from .marks import Indexed
@@ -30,6 +29,8 @@ _UNITS = uuid.UUID("b7c1f3a2-5d8e-4f60-9a1b-3c2d4e5f6a7b")
 _COLUMNS = "id, user_id, thread_key, grain, first_seq, last_seq, at, speaker"
 #: Spans read per query (three variables each: within SQLite's and psycopg's limits).
 _RANGES_PER_QUERY = 150
+#: A spoken message as read: ``(seq, message_id, created_at, data, tokens)``.
+Spoken = tuple[int, str, str, str, int]
 
 
 @dataclass(frozen=True)
@@ -106,51 +107,44 @@ class Units(Indexed):
                     out[r[0]] = UnitRow(*r)
         return out
 
-    def spans(self, units: Sequence[UnitRow]) -> dict[str, list[tuple[int, str, str, str]]]:
+    def spans(self, units: Sequence[UnitRow]) -> dict[str, list[Spoken]]:
         """Each unit's spoken messages as ``(seq, message_id, created_at, data, tokens)``, by
         unit id (``tokens``: the message's stored count)."""
-        return self._messages(units, "seq, message_id, created_at, data, tokens")
-
-    def _messages(self, units: Sequence[UnitRow], columns: str) -> dict[str, list[tuple[Any, ...]]]:
-        # One query for all the spans (a search's evidence comes from many threads): each
-        # thread's spans merged into ranges, each range a term the primary key answers.
-        ranges: list[tuple[int, int, int]] = []
-        for key, lo, hi in sorted((u.thread_key, u.first_seq, u.last_seq) for u in units):
-            if ranges and ranges[-1][0] == key and lo <= ranges[-1][2] + 1:
-                ranges[-1] = (key, ranges[-1][1], max(hi, ranges[-1][2]))
-            else:
-                ranges.append((key, lo, hi))
-        found: dict[tuple[int, int], tuple[Any, ...]] = {}
-        with self.db.read() as tx:
-            for chunk in chunks(ranges, _RANGES_PER_QUERY):
-                terms = " OR ".join(["(thread_key = ? AND seq BETWEEN ? AND ?)"] * len(chunk))
-                for row in tx.all(
-                    f"SELECT thread_key, {columns} FROM messages WHERE ({terms}) AND type IN ('human', 'ai')",
-                    [v for r in chunk for v in r],
-                ):
-                    found[(row[0], row[1])] = tuple(row[1:])
+        found = self._spoken([(u.thread_key, u.first_seq, u.last_seq) for u in units])
         return {
             u.id: [found[(u.thread_key, s)] for s in range(u.first_seq, u.last_seq + 1) if (u.thread_key, s) in found]
             for u in units
         }
 
-    def spoken_many(self, wanted: Sequence[tuple[int, Sequence[int]]]) -> dict[int, list[tuple[int, str, str, str, int]]]:
-        """The user and assistant messages at the given seqs of each thread, as ``(seq,
-        message_id, created_at, data, tokens)`` in order, by thread key; one query."""
-        terms = [(key, sorted(set(seqs))) for key, seqs in wanted if seqs]
-        out: dict[int, list[tuple[int, str, str, str, int]]] = {}
-        if not terms:
-            return out
-        with self.db.read() as tx:
-            for chunk in chunks(terms, _RANGES_PER_QUERY):
-                where = " OR ".join(f"(thread_key = ? AND seq IN {tx.in_list(seqs)})" for _, seqs in chunk)
-                for r in tx.all(
-                    f"SELECT thread_key, seq, message_id, created_at, data, tokens FROM messages "
-                    f"WHERE ({where}) AND type IN ('human', 'ai') ORDER BY thread_key, seq",
-                    [v for key, seqs in chunk for v in (key, *seqs)],
-                ):
-                    out.setdefault(r[0], []).append((r[1], r[2], r[3], r[4], r[5]))
+    def spoken_many(self, wanted: Sequence[tuple[int, Sequence[int]]]) -> dict[int, list[Spoken]]:
+        """The user and assistant messages at the given seqs of each thread, as in
+        :meth:`spans`, in order, by thread key; one query."""
+        found = self._spoken([(key, s, s) for key, seqs in wanted for s in seqs])
+        out: dict[int, list[Spoken]] = {}
+        for (key, _), row in sorted(found.items()):
+            out.setdefault(key, []).append(row)
         return out
+
+    def _spoken(self, spans: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int], Spoken]:
+        # One query for all the spans (a search's evidence comes from many threads): each
+        # thread's spans merged into ranges, each range a term the primary key answers.
+        ranges: list[tuple[int, int, int]] = []
+        for key, lo, hi in sorted(spans):
+            if ranges and ranges[-1][0] == key and lo <= ranges[-1][2] + 1:
+                ranges[-1] = (key, ranges[-1][1], max(hi, ranges[-1][2]))
+            else:
+                ranges.append((key, lo, hi))
+        found: dict[tuple[int, int], Spoken] = {}
+        with self.db.read() as tx:
+            for chunk in chunks(ranges, _RANGES_PER_QUERY):
+                terms = " OR ".join(["(thread_key = ? AND seq BETWEEN ? AND ?)"] * len(chunk))
+                for row in tx.all(
+                    f"SELECT thread_key, seq, message_id, created_at, data, tokens FROM messages "
+                    f"WHERE ({terms}) AND type IN ('human', 'ai')",
+                    [v for r in chunk for v in r],
+                ):
+                    found[(row[0], row[1])] = (row[1], row[2], row[3], row[4], row[5])
+        return found
 
     def thread_ids(self, keys: Sequence[int]) -> dict[int, str]:
         """The thread id of each thread key."""
