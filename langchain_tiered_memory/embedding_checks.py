@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .errors import EmbeddingError
+from .errors import EmbeddingError, TieredMemoryError
 
 if TYPE_CHECKING:
     import numpy as np
+    from langchain_core.embeddings import Embeddings
 
-__all__ = ["check_positive_int", "check_query", "check_texts", "check_vectors"]
+__all__ = [
+    "check_positive_int", "check_query", "check_texts", "check_vectors", "embedding_dimension", "unit_vector",
+]
 
 
 def check_texts(texts: object) -> list[str]:
@@ -62,3 +65,38 @@ def check_vectors(vectors: np.ndarray, expected_rows: int, dimension: int) -> No
         )
     if not np.isfinite(vectors).all():
         raise EmbeddingError("the embedding model returned NaN or infinite values")
+
+
+def unit_vector(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1, checked to be finite and non-zero."""
+    import numpy as np  # here, not at module level: importing the package loads no numpy
+
+    try:
+        arr = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"the embeddings returned something that is not a vector: {exc}") from None
+    if arr.ndim != 1 or not arr.size:
+        raise EmbeddingError("the embeddings returned an empty or nested vector")
+    norm = float(np.linalg.norm(arr))
+    if not np.isfinite(norm):
+        raise EmbeddingError("the embeddings returned NaN or infinite values")
+    if norm == 0.0:
+        raise EmbeddingError("the embeddings returned a zero vector, which has no direction")
+    unit: list[float] = (arr / norm).tolist()
+    return unit
+
+
+def embedding_dimension(embeddings: Embeddings) -> int:
+    """The width of ``embeddings``' vectors: its ``dimension`` attribute, else one probe."""
+    value = getattr(embeddings, "dimension", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    try:
+        probe = embeddings.embed_query("dimension probe")
+    except TieredMemoryError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"the embeddings failed on a probe text: {exc}") from exc
+    if not probe:
+        raise EmbeddingError("the embeddings returned an empty vector")
+    return len(probe)

@@ -37,6 +37,7 @@ from .backends.records import (
     Where,
 )
 from .backends.reindex import reindex_backend
+from .embedding_checks import embedding_dimension, unit_vector
 from .errors import (
     EmbeddingError,
     ShardLockedError,
@@ -230,7 +231,7 @@ class RecallIndex:
             embeddings = self._embeddings()
             # Embedded: a graph over every point, searched once a user's points outgrow an
             # exact scan (a few thousand); smaller users are scanned through the tenant index.
-            tuning = {} if self.server else {"hnsw_m": EDGE_HNSW_M, "full_scan_kb": EDGE_FULL_SCAN_KB}
+            tuning: dict[str, Any] = {} if self.server else {"hnsw_m": EDGE_HNSW_M, "full_scan_kb": EDGE_FULL_SCAN_KB}
             try:
                 backend = open_backend(
                     self.data_dir, COLLECTION, dimension=embedding_dimension(embeddings),
@@ -419,7 +420,17 @@ class RecallIndex:
         equals: dict[str, Any] = {"user": tenant_key(user_id)}
         if current_only:
             equals["current"] = 1
-        any_of: dict[str, list[str]] = {"grain": list(grains)}
+        wanted = list(dict.fromkeys(grains))
+        others = [g for g in GRAINS if g not in wanted]
+        any_of: dict[str, list[str]] = {}
+        none_of: dict[str, list[str]] = {}
+        # Every point has one of GRAINS: excluding the few others is the same filter, and
+        # the engine checks one short exclusion faster than a long "any of" (a third of a
+        # filtered graph search at 10k memories).
+        if not wanted or [g for g in wanted if g not in GRAINS] or len(others) >= len(wanted):
+            any_of["grain"] = wanted
+        elif others:
+            none_of["grain"] = others
         if memory_types:
             any_of["memory_type"] = list(memory_types)
         ranges: dict[str, Range] = {}
@@ -427,7 +438,7 @@ class RecallIndex:
             ranges["importance"] = Range(gte=min_importance)
         if since is not None or until is not None:
             ranges["at"] = Range(gte=since, lte=until)
-        return Where(equals=equals, any_of=any_of, ranges=ranges)
+        return Where(equals=equals, any_of=any_of, none_of=none_of, ranges=ranges)
 
     # --- rebuilding ---------------------------------------------------------------------
 
@@ -487,37 +498,3 @@ def _candidate(hit: ScoredRecord, dense: float | None, sparse: float | None) -> 
 def point_payload(unit: Unit) -> dict[str, Any]:
     """What a unit's point carries: the tenant key, grain, time, and its filter fields."""
     return {"user": tenant_key(unit.user_id), "grain": unit.grain, "at": unit.at, **unit.fields}
-
-
-def unit_vector(vector: Sequence[float]) -> list[float]:
-    """``vector`` scaled to length 1, checked to be finite and non-zero."""
-    import numpy as np  # here, not at module level: importing the package loads no numpy
-
-    try:
-        arr = np.asarray(vector, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"the embeddings returned something that is not a vector: {exc}") from None
-    if arr.ndim != 1 or not arr.size:
-        raise EmbeddingError("the embeddings returned an empty or nested vector")
-    norm = float(np.linalg.norm(arr))
-    if not np.isfinite(norm):
-        raise EmbeddingError("the embeddings returned NaN or infinite values")
-    if norm == 0.0:
-        raise EmbeddingError("the embeddings returned a zero vector, which has no direction")
-    return (arr / norm).tolist()
-
-
-def embedding_dimension(embeddings: Embeddings) -> int:
-    """The width of ``embeddings``' vectors: its ``dimension`` attribute, else one probe."""
-    value = getattr(embeddings, "dimension", None)
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    try:
-        probe = embeddings.embed_query("dimension probe")
-    except TieredMemoryError:
-        raise
-    except Exception as exc:
-        raise EmbeddingError(f"the embeddings failed on a probe text: {exc}") from exc
-    if not probe:
-        raise EmbeddingError("the embeddings returned an empty vector")
-    return len(probe)

@@ -315,3 +315,21 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
     for result in ranked(3):  # best first, whatever the grains
         assert [score for *_, score in result] == sorted((score for *_, score in result), reverse=True)
     assert any(len(r) > 1 and r[0][0] == "session" for r in ranked(3))  # sessions ranked too
+
+
+def test_recall_returns_the_grains_asked_for_and_no_others(memory):
+    from itertools import combinations
+
+    memory.after_turn("u", "s", [HumanMessage("I keep bees on the roof of our flat in Lyon."),
+                                 AIMessage("Bees on a roof in Lyon, lovely.")])
+    memory.after_turn("u", "s", [HumanMessage("The roof bees made honey this week."), AIMessage("Sweet!")])
+    memory.remember("u", "The user keeps bees on the roof.", "fact", 0.7)
+    memory.end_session("u", "s")
+    memory.flush()
+    seen: set[str] = set()
+    for n in range(1, len(GRAINS) + 1):
+        for grains in combinations(GRAINS, n):  # each subset: "any of" or "none of the rest"
+            found = {e.grain for e in memory.recall("u", "bees on the roof", k=20, grains=grains, peek=True)}
+            assert found and found <= set(grains), (grains, found)
+            seen |= found
+    assert seen == set(GRAINS)
