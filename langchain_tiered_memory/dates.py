@@ -157,14 +157,14 @@ def _explicit(query: str, at: datetime) -> TimeRange | None:
     word = month.group(1).lower()
     if word == "may" and not re.search(r"\b(in|last|this|of|on|since|until|during|early|late|mid)\s+may\b|\bmay\s+(\d|of)", query, re.I):
         return None  # the verb, not the month
-    from dateparser.search import search_dates
+    from dateparser.search import search_dates  # type: ignore[import-untyped]
 
     settings = {
         "RELATIVE_BASE": at.astimezone(timezone.utc).replace(tzinfo=None),
         "PREFER_DATES_FROM": "past",
         "RETURN_AS_TIMEZONE_AWARE": False,
     }
-    found = search_dates(query, languages=["en"], settings=settings) or []  # type: ignore[arg-type]
+    found = search_dates(query, languages=["en"], settings=settings) or []
     for words, moment in found:
         if not _MONTH_WORD.search(words):
             continue

@@ -95,7 +95,7 @@ class DialogueLayer:
     """The index's source of ``turn`` and ``window`` units."""
 
     name = "conversation"
-    grains = ("turn", "window")
+    grains: tuple[str, ...] = ("turn", "window")
 
     def __init__(self, storage: Storage) -> None:
         self._storage = storage

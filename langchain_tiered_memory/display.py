@@ -165,7 +165,7 @@ def _role(message: BaseMessage) -> str:
 
 
 def _message_text(message: BaseMessage) -> str:
-    text = message.text
+    text: str = message.text
     calls = getattr(message, "tool_calls", None) or []
     if calls:
         text += "".join(f"\n→ {c.get('name')}({_cut(str(c.get('args')), 120)})" for c in calls)

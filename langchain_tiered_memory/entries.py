@@ -8,7 +8,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -162,25 +162,25 @@ def check_query(value: Any, name: str = "query") -> str:
 
 def check_content(content: Any, counter: Callable[[], TokenCounter]) -> str:
     """A memory's content: a non-blank statement within the length limits."""
-    content = check_text(content, "content")
-    if not content.strip():
+    text = check_text(content, "content")
+    if not text.strip():
         raise InvalidInputError("content is empty: a memory needs some text")
-    if "\x00" in content:
+    if "\x00" in text:
         raise InvalidInputError("content must not contain NUL characters")
-    if len(content) > MAX_CONTENT_CHARS:
+    if len(text) > MAX_CONTENT_CHARS:
         raise InvalidInputError(
-            f"content is {len(content):,} characters long; the limit is {MAX_CONTENT_CHARS:,}: "
+            f"content is {len(text):,} characters long; the limit is {MAX_CONTENT_CHARS:,}: "
             "split it into several memories, one statement each"
         )
     # A token is at least one character, so only long texts can exceed the token limit.
-    if len(content) > MAX_CONTENT_TOKENS:
-        tokens = counter().count_text(content)
+    if len(text) > MAX_CONTENT_TOKENS:
+        tokens = counter().count_text(text)
         if tokens > MAX_CONTENT_TOKENS:
             raise InvalidInputError(
                 f"content is {tokens:,} tokens long; the limit is {MAX_CONTENT_TOKENS:,}: "
                 "split it into several memories, one statement each"
             )
-    return content
+    return text
 
 
 def check_type(memory_type: Any) -> str:
@@ -204,10 +204,10 @@ def check_importance(value: Any, name: str = "importance") -> float:
     """A finite number within [0, 1]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError(f"{name} must be a number within [0, 1], got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidInputError(f"{name} must be a finite number within [0, 1], got {value!r}")
-    return value
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInputError(f"{name} must be a finite number within [0, 1], got {number!r}")
+    return number
 
 
 def check_k(k: Any) -> int:
@@ -268,6 +268,14 @@ def check_session(session_id: Any) -> str | None:
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_ID_LENGTH:
         raise InvalidInputError(f"session_id must be None or a non-empty str, got {session_id!r}")
     return check_text(session_id, "session_id")
+
+
+@overload
+def check_memory_id(memory_id: Any, *, missing_ok: Literal[False] = False) -> str: ...
+
+
+@overload
+def check_memory_id(memory_id: Any, *, missing_ok: bool) -> str | None: ...
 
 
 def check_memory_id(memory_id: Any, *, missing_ok: bool = False) -> str | None:

@@ -84,7 +84,7 @@ class EpisodeLayer:
     """Episodes: the ``session`` units of the index, their search and the context section."""
 
     name = "episodes"
-    grains = ("session",)
+    grains: tuple[str, ...] = ("session",)
 
     def __init__(
         self,

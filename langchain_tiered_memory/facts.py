@@ -87,7 +87,7 @@ class FactLayer:
     """
 
     name = "memories"
-    grains = ("fact",)
+    grains: tuple[str, ...] = ("fact",)
 
     def __init__(
         self,

@@ -176,7 +176,7 @@ def prepare_import(
     data: Mapping[str, Sequence[Mapping[str, Any]]],
     serialise: Callable[[BaseMessage], NewMessage],
     embed_value: Callable[[Mapping[str, Any]], dict[str, list[float]] | None],
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, Sequence[Mapping[str, Any]]]:
     """The rows of an export (format 1 or 2) as the database imports them.
 
     Messages are serialised and counted again, memories checked field by field (a format 1

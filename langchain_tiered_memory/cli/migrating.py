@@ -25,7 +25,7 @@ def add_commands(command: common.AddCommand) -> None:
 
 
 def migrate(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     from ..migrate import migrate as copy
 

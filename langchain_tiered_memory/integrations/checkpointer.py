@@ -33,8 +33,8 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    SerializerProtocol,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 
     from ..memory import TieredMemory
 
+    # The mixins below call the saver methods of the class they are mixed into.
+    _SaverMixin = BaseCheckpointSaver[str]
+else:
+    _SaverMixin = object
+
 logger = logging.getLogger("langchain_tiered_memory")
 
 #: How long a sync ``close()`` waits for the connection's in-flight work.
@@ -56,7 +61,7 @@ T = TypeVar("T")
 _CLOSED = "this checkpointer is closed (its TieredMemory was closed); open a new TieredMemory"
 
 
-class ThreadedAsync:
+class ThreadedAsync(_SaverMixin):
     """The async half of a sync saver: each async method runs its sync twin in a worker
     thread, so one saver serves ``invoke`` and ``ainvoke`` graphs alike."""
 
@@ -175,7 +180,7 @@ class _AsyncState:
         self.closed = False
 
 
-class LoopBoundSync:
+class LoopBoundSync(_SaverMixin):
     """The sync half of an async saver: each sync method hands its async twin to the
     event loop the saver's connection lives in, from another thread (as LangGraph's async
     savers do), with an error that says what to use instead where that cannot work.
@@ -208,7 +213,7 @@ class LoopBoundSync:
     def _loop_for_sync_call(self) -> asyncio.AbstractEventLoop:
         if self._state.closed:
             raise MemoryClosedError(_CLOSED)
-        loop = self._state.loop
+        loop: asyncio.AbstractEventLoop | None = self._state.loop
         if loop is None or loop.is_closed() or not loop.is_running():
             raise StorageError(
                 "memory.async_checkpointer's sync methods (used by invoke/get_state) work only "
@@ -296,6 +301,8 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
         serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
     """
 
+    _state: _AsyncState
+
     def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
         # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
         BaseCheckpointSaver.__init__(self, serde=serde)
@@ -305,8 +312,8 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
 
     # AsyncSqliteSaver reads these as attributes; here they live in the shared state.
 
-    @property  # type: ignore[override]
-    def conn(self) -> aiosqlite.Connection:
+    @property
+    def conn(self) -> aiosqlite.Connection:  # type: ignore[override]
         conn = self._state.conn
         if conn is None:
             if self._state.closed:
@@ -314,11 +321,11 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
             raise StorageError("the async checkpointer has no connection yet; it opens on first async use")
         return conn
 
-    @property  # type: ignore[override]
-    def lock(self) -> asyncio.Lock:
+    @property
+    def lock(self) -> asyncio.Lock:  # type: ignore[override]
         return self._state.lock
 
-    @property  # type: ignore[override]
+    @property
     def is_setup(self) -> bool:
         return self._state.is_setup
 
@@ -326,8 +333,8 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
     def is_setup(self, value: bool) -> None:
         self._state.is_setup = value
 
-    @property  # type: ignore[override]
-    def loop(self) -> asyncio.AbstractEventLoop | None:
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:  # type: ignore[override]
         """The event loop the connection was last used in; the sync methods hand work to it."""
         return self._state.loop
 

@@ -26,9 +26,10 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
 import psycopg
-from langgraph.checkpoint.base import BaseCheckpointSaver, SerializerProtocol
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncCursor, Capabilities, Cursor
 
 from ..errors import MemoryClosedError, StorageError
@@ -112,6 +113,8 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
         memory: The memory (opened with ``database_url=``).
         serde: LangGraph serializer for checkpoints (default: ``JsonPlusSerializer``).
     """
+
+    _state: _AsyncPoolState
 
     def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
         # Not AsyncPostgresSaver.__init__: it needs a connection and a running loop now.

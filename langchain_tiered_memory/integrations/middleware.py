@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -48,10 +48,12 @@ from .hooks import (
 )
 
 if TYPE_CHECKING:
+    from langchain_core.messages import AnyMessage
+
     from ..memory import TieredMemory
 
 
-class TieredMemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class TieredMemoryMiddleware(AgentMiddleware):
     """Agent middleware giving a ``create_agent`` agent the memory of one :class:`TieredMemory`.
 
     Args:
@@ -108,7 +110,10 @@ class TieredMemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         # No recording here: request.messages may hold id-less ToolMessages that create_agent
         # adds for malformed tool calls; after_model records them once the state gives ids.
         query = last_human_text(request.messages)
-        return request.override(messages=budgeted_context(self.memory, user_id, thread_id, query))
+        # The context is LangChain's own message classes: system messages and the log's, as
+        # messages_from_dict rebuilds them.
+        messages = cast("list[AnyMessage]", budgeted_context(self.memory, user_id, thread_id, query))
+        return request.override(messages=messages)
 
 
 __all__ = ["TieredMemoryMiddleware"]

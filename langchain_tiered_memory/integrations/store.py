@@ -127,7 +127,7 @@ class TieredMemoryStore(BaseStore):
     ) -> None:
         self.memory = memory
         self.ttl_config = ttl
-        self.index_config = dict(index) if index else None
+        self.index_config: dict[str, Any] | None = dict(index) if index else None
         self._embeddings: Embeddings | None = None
         self._fields: list[str] = list((self.index_config or {}).get("fields") or ["$"])
 

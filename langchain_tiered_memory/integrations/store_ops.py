@@ -218,14 +218,17 @@ def _compare(item_value: Any, filter_value: Any) -> bool:
             and len(item_value) == len(filter_value)
             and all(_compare(a, b) for a, b in zip(item_value, filter_value))
         )
-    return item_value == filter_value
+    same: bool = item_value == filter_value
+    return same
 
 
 def _operator(value: Any, op: str, operand: Any) -> bool:
     if op == "$eq":
-        return value == operand
+        equal: bool = value == operand
+        return equal
     if op == "$ne":
-        return value != operand
+        unequal: bool = value != operand
+        return unequal
     try:
         a, b = float(value), float(operand)
     except (TypeError, ValueError):

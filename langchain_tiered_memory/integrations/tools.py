@@ -14,6 +14,7 @@ comes back as the tool's answer; a run without ``user_id`` raises :class:`Config
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -89,7 +90,7 @@ def create_memory_tools(memory: TieredMemory) -> list[BaseTool]:
             raise ToolException(f"There is no memory {memory_id!r}; nothing was deleted. Use recall to find ids.")
         return f"Forgot memory {memory_id}."
 
-    described = [
+    described: list[tuple[Callable[..., str], str]] = [
         (remember, "Store a long-term memory about the user that should outlive this conversation."),
         (recall, "Search your long-term memories of the user; returns ids, scores and contents."),
         (forget, "Delete one long-term memory by its id (from recall), e.g. when it is wrong or outdated."),

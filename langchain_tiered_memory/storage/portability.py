@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidInputError, ThreadOwnershipError
@@ -39,7 +39,7 @@ class Portability:
             return _export(tx, user_id)
 
     def import_user(
-        self, user_id: str, data: dict[str, Sequence[dict[str, Any]]], *, counter: str, now: str
+        self, user_id: str, data: Mapping[str, Sequence[Mapping[str, Any]]], *, counter: str, now: str
     ) -> dict[str, int]:
         """Restore rows of the shape :meth:`export_user` returns, in one transaction.
 
@@ -87,7 +87,7 @@ class Portability:
             return self._write(tx, user_id, data, counter=counter, now=now)
 
     def _write(
-        self, tx: Tx, user_id: str, data: dict[str, Sequence[dict[str, Any]]], *, counter: str, now: str
+        self, tx: Tx, user_id: str, data: Mapping[str, Sequence[Mapping[str, Any]]], *, counter: str, now: str
     ) -> dict[str, int]:
         keys: dict[str, int] = {}
         for t in data.get("threads", ()):

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the steps are given a sqlite_utils.Database; importing it l
 
 
 def _migrate_to_1(db: sqlite_utils.Database) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key")
+    db.table("meta").create({"key": str, "value": str}, pk="key")
     # AUTOINCREMENT, which sqlite-utils cannot declare: a thread forgotten and started again
     # gets a new key, so an in-process cache keyed by it never takes the new for the old.
     db.execute(
@@ -33,9 +33,9 @@ def _migrate_to_1(db: sqlite_utils.Database) -> None:
         "generation INTEGER NOT NULL DEFAULT 0, "
         "evicted_through INTEGER NOT NULL DEFAULT -1)"
     )
-    db["threads"].create_index(["thread_id"], unique=True)
-    db["threads"].create_index(["user_id"])
-    db["messages"].create(
+    db.table("threads").create_index(["thread_id"], unique=True)
+    db.table("threads").create_index(["user_id"])
+    db.table("messages").create(
         {
             "id": int,
             "thread_key": int,
@@ -64,18 +64,18 @@ def _migrate_to_1(db: sqlite_utils.Database) -> None:
         },
         foreign_keys=[("thread_key", "threads", "id")],
     )
-    db["messages"].create_index(["thread_key", "seq"], unique=True)
-    db["messages"].create_index(["thread_key", "message_id"], unique=True)
-    db["messages"].create_index(["user_id"])
+    db.table("messages").create_index(["thread_key", "seq"], unique=True)
+    db.table("messages").create_index(["thread_key", "message_id"], unique=True)
+    db.table("messages").create_index(["user_id"])
 
 
 def _migrate_to_2(db: sqlite_utils.Database) -> None:
     """Summaries, entity profiles with attribute history, the job journal and episodes."""
     # Watermarks of the work done on a thread's log: summarised (left the window and folded
     # into the summary) and extracted (entities and memories taken from it).
-    db["threads"].add_column("summarized_through", int, not_null_default=-1)
-    db["threads"].add_column("extracted_through", int, not_null_default=-1)
-    db["summaries"].create(
+    db.table("threads").add_column("summarized_through", int, not_null_default=-1)
+    db.table("threads").add_column("extracted_through", int, not_null_default=-1)
+    db.table("summaries").create(
         {
             "thread_key": int,
             "user_id": str,
@@ -89,8 +89,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
         not_null={"user_id", "text", "tokens", "first_seq", "last_seq", "updated_at"},
         foreign_keys=[("thread_key", "threads", "id")],
     )
-    db["summaries"].create_index(["user_id"])
-    db["entities"].create(
+    db.table("summaries").create_index(["user_id"])
+    db.table("entities").create(
         {
             "id": int,
             "user_id": str,
@@ -105,11 +105,11 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"user_id", "name", "name_key", "type", "search_text", "created_at", "updated_at"},
     )
-    db["entities"].create_index(["user_id", "name_key"], unique=True)
-    db["entities"].create_index(["user_id", "updated_at"])
+    db.table("entities").create_index(["user_id", "name_key"], unique=True)
+    db.table("entities").create_index(["user_id", "updated_at"])
     # Triggers keep the index in step with every write, inside the same transaction.
-    db["entities"].enable_fts(["name", "search_text"], create_triggers=True, tokenize="unicode61")
-    db["entity_attributes"].create(
+    db.table("entities").enable_fts(["name", "search_text"], create_triggers=True, tokenize="unicode61")
+    db.table("entity_attributes").create(
         {
             "id": int,
             "entity_id": int,
@@ -124,8 +124,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
         not_null={"entity_id", "key", "value", "learned_at"},
         foreign_keys=[("entity_id", "entities", "id")],
     )
-    db["entity_attributes"].create_index(["entity_id", "key"])
-    db["jobs"].create(
+    db.table("entity_attributes").create_index(["entity_id", "key"])
+    db.table("jobs").create(
         {
             "id": int,
             "key": str,
@@ -147,10 +147,10 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
         not_null={"key", "kind", "user_id", "payload", "status", "attempts", "next_run_at", "created_at", "updated_at"},
         defaults={"attempts": 0, "status": "pending"},
     )
-    db["jobs"].create_index(["key"], unique=True)
-    db["jobs"].create_index(["status", "next_run_at"])
-    db["jobs"].create_index(["user_id"])
-    db["episodes"].create(
+    db.table("jobs").create_index(["key"], unique=True)
+    db.table("jobs").create_index(["status", "next_run_at"])
+    db.table("jobs").create_index(["user_id"])
+    db.table("episodes").create(
         {
             "id": str,
             "user_id": str,
@@ -168,8 +168,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"user_id", "thread_id", "started_at", "ended_at", "summary", "decisions", "outcome", "topics", "first_seq", "last_seq", "created_at"},
     )
-    db["episodes"].create_index(["thread_id", "last_seq"], unique=True)
-    db["episodes"].create_index(["user_id", "ended_at"])
+    db.table("episodes").create_index(["thread_id", "last_seq"], unique=True)
+    db.table("episodes").create_index(["user_id", "ended_at"])
 
 
 def _migrate_to_3(db: sqlite_utils.Database) -> None:
@@ -188,8 +188,8 @@ def _migrate_to_3(db: sqlite_utils.Database) -> None:
         "ttl_minutes REAL, "
         "expires_at REAL)"
     )
-    db["store_items"].create_index(["ns_path", "key"], unique=True)
-    db["store_items"].create_index(["expires_at"])
+    db.table("store_items").create_index(["ns_path", "key"], unique=True)
+    db.table("store_items").create_index(["expires_at"])
 
 
 def _migrate_to_4(db: sqlite_utils.Database) -> None:

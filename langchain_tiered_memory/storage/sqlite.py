@@ -143,7 +143,7 @@ class SQLiteDatabase(Database):
             for target in range(version + 1, self.schema_version + 1):
                 self._migrations[target](self.db)
                 tx.execute(f"PRAGMA user_version = {target}")
-            self.db["meta"].upsert(
+            self.db.table("meta").upsert(
                 {"key": "schema_version", "value": str(self.schema_version)}, pk="key"
             )
 

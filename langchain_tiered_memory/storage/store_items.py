@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .database import Database, Tx, chunks
@@ -50,7 +50,7 @@ def delete_user_items(tx: Tx, user_id: str) -> int:
     return len(ids)
 
 
-def insert_items(tx: Tx, items: Sequence[dict[str, Any]]) -> None:
+def insert_items(tx: Tx, items: Sequence[Mapping[str, Any]]) -> None:
     """Insert exported items (``namespace``, ``key``, ``value``, ``vectors``, times, TTL)."""
     tx.executemany(
         "INSERT INTO store_items (ns_path, namespace, key, value, vectors, created_at, updated_at, "
