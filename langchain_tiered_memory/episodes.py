@@ -142,16 +142,23 @@ class EpisodeLayer:
         if query and query.strip() and self._storage.episodes.exists():
             vector = self._index.embed_query(query)
             found = self._index.candidates(user_id, query, vector, grains=self.grains, limit=_CANDIDATES)
-            rows = self._storage.episodes.get_many([c.id for c in found])
-            hits = []
-            for c in found:
-                row = rows.get(c.id)
-                if row is None or row.user_id != user_id or not _overlaps(row, since, until):
-                    continue
-                relevance = scoring.relevance(c.dense, c.sparse)
-                if relevance >= self._threshold:
-                    hits.append(EpisodeHit(Episode.from_row(row), relevance))
-            hits.sort(key=lambda h: -(h.score or 0.0))
+            # Relevance needs only the index's scores: rows (long summaries) are read best
+            # first, a few at a time, until k of them pass the owner and time checks.
+            ranked = sorted(
+                ((scoring.relevance(c.dense, c.sparse), c.id) for c in found), key=lambda rc: -rc[0]
+            )
+            ranked = [(r, i) for r, i in ranked if r >= self._threshold]
+            hits: list[EpisodeHit] = []
+            step = max(1, 2 * k)
+            for start in range(0, len(ranked), step):
+                chunk = ranked[start : start + step]
+                rows = self._storage.episodes.get_many([i for _, i in chunk])
+                for relevance, episode_id in chunk:
+                    row = rows.get(episode_id)
+                    if row is not None and row.user_id == user_id and _overlaps(row, since, until):
+                        hits.append(EpisodeHit(Episode.from_row(row), relevance))
+                if len(hits) >= k:
+                    break
             return hits[:k]
         newest = self._storage.episodes.of_user(
             user_id, since.isoformat() if since else None, until.isoformat() if until else None

@@ -67,6 +67,28 @@ def test_time_range_and_bad_arguments(make_memory):
             m.search_episodes("u", k=0)
 
 
+def test_a_query_ranks_episodes_best_first_past_the_ones_a_time_range_drops(make_memory):
+    from langchain_tiered_memory.embeddings import MiniLMEmbeddings
+
+    start = datetime(2025, 3, 1, 9, tzinfo=timezone.utc)
+    said = ["We booked the ryokan in Hakone for the Kyoto trip.", "The Kyoto trip: train tickets bought.",
+            "Fixed the leaking kitchen tap.", "Chose a birthday cake for Mia.", "Repotted the basil."]
+    with make_memory(_config(), embeddings=MiniLMEmbeddings()) as m:
+        ids = []
+        for i, text in enumerate(said):
+            thread = f"s{i}"
+            m.after_turn("u", thread, [HumanMessage(text), AIMessage("Noted.")], at=start + timedelta(days=7 * i))
+            ids.append(m.end_session("u", thread))
+        best = m.search_episodes("u", "the Kyoto trip", k=2)
+        assert {h.episode.id for h in best} == {ids[0], ids[1]}
+        assert best[0].score >= best[1].score
+        assert m.search_episodes("u", "the Kyoto trip", k=1)[0].episode.id == best[0].episode.id
+        # Past the first week, the trip's first session is out of range: the next best comes.
+        later = m.search_episodes("u", "the Kyoto trip", since=start + timedelta(days=3), k=1)
+        assert [h.episode.id for h in later] == [ids[1]]
+        assert ids[0] not in {h.episode.id for h in m.search_episodes("u", "the Kyoto trip", since=start + timedelta(days=3))}
+
+
 def test_idle_threads_get_their_episode_on_open(make_memory):
     with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("an old conversation")])
