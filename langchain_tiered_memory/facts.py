@@ -367,7 +367,7 @@ class FactLayer:
         entries = [MemoryEntry.from_row(s.row) for s in scored]
         if peek or not entries:
             return entries
-        self._storage.memories.record_access([e.id for e in entries], now.isoformat(), self.config.access_boost)
+        self.recalled([e.id for e in entries], now)
         return [
             e.model_copy(update={
                 "last_accessed": now, "access_count": e.access_count + 1,
@@ -375,6 +375,10 @@ class FactLayer:
             })
             for e in entries
         ]
+
+    def recalled(self, ids: Sequence[str], now: datetime) -> None:
+        """Count the memories ``ids`` as recalled ``now`` (last access, count, boost)."""
+        self._storage.memories.record_access(list(ids), now.isoformat(), self.config.access_boost)
 
     # --- reading and editing ------------------------------------------------------------
 

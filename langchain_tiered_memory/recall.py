@@ -257,15 +257,9 @@ class RecallLayer:
         if quoted is None:
             return None
         shown = quoted.shown
-        facts = [e for e in shown if e.grain == "fact"]
+        facts = [e.id for e in shown if e.grain == "fact"]
         if facts and not request.peek:
-            from .facts import Scored
-
-            rows = self._storage.memories.get_many([e.id for e in facts])
-            self._facts.record(
-                [Scored(rows[e.id], e.score, scoring.ScoreParts(relevance=e.relevance, score=e.score))
-                 for e in facts if e.id in rows], now, False,
-            )
+            self._facts.recalled(facts, now)
         return ContextSection(self.name, quoted.text, quoted.tokens)
 
     def _neighbours(self, keys: Mapping[str, int]) -> Neighbours:
