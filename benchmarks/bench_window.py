@@ -152,6 +152,22 @@ def write_persona(memory: TieredMemory, user: str) -> list[str]:
     return [q.text for q in conversation_.questions]
 
 
+def long_messages(questions: list[str], words: int = 80) -> list[str]:
+    """User messages of about ``words`` words ending in a question: what a chat app sends
+    more often than a bare question. Each is the persona's own sentences (from a second
+    LongChat seed: same kind of text, not the stored one), then the question."""
+    said = [t.text for s in generate(1, personas=1)[0].sessions for t in s.turns if t.speaker == "user"]
+    out = []
+    for n, question in enumerate(questions):
+        parts: list[str] = []
+        i = n * 7
+        while sum(len(p.split()) for p in parts) < words - len(question.split()):
+            parts.append(said[i % len(said)])
+            i += 1
+        out.append(" ".join([*parts, question]))
+    return out
+
+
 FACT_TEMPLATES = (
     "The user's {rel} {name} lives in {place} and works as a {job}.",
     "The user visited {place} in {month} and loved the {thing}.",
@@ -256,6 +272,15 @@ def main() -> None:
 
             memory.before_turn("m", "mt", query="warm-up: load the embedding model and the shard")
             sections = timed(with_sections, args.calls)
+            longs = long_messages(questions)
+            long_words = statistics.mean(len(t.split()) for t in longs)
+
+            def with_long_message() -> None:
+                nonlocal n
+                n += 1
+                memory.before_turn("m", "mt", query=f"{longs[n % len(longs)]} ({n})")
+
+            long_sections = timed(with_long_message, args.calls)
             ctx_m = memory.before_turn("m", "mt", query=questions[0])
             with PartTimer() as parts:
                 timed(with_sections, min(args.calls, 100))
@@ -284,6 +309,7 @@ def main() -> None:
     rows.append(("before_turn, window only, repeated", *percentiles(warm)))
     rows.append(("before_turn, window only, after a new turn", *percentiles(loop)))
     rows.append(("before_turn, all sections, fresh query", *percentiles(sections)))
+    rows.append((f"  the same, a {long_words:.0f}-word message", *percentiles(long_sections)))
     rows.append(("  the query embedding alone", *percentiles(embed)))
     for label, runs in (("window only", cold_window), ("all sections", cold_sections)):
         first = [r["first_ms"] for r in runs]

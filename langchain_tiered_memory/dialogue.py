@@ -51,7 +51,7 @@ class Line:
     def asks(self) -> bool:
         """Whether the line only asks: each of its sentences is a question ("any advice on
         sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says)."""
-        sentences = [x for x in _SENTENCES.split(self.text.strip()) if x.strip(" \t\n\"'“”‘’()")]
+        sentences = [x for x in sentences_of(self.text) if x.strip(" \t\n\"'“”‘’()")]
         return bool(sentences) and all(x.rstrip(" \t\n\"'“”‘’)").endswith(("?", "？")) for x in sentences)
 
     def render(self, *, time: bool = False, limit: int | None = None) -> str:
@@ -61,6 +61,11 @@ class Line:
         if limit is not None and len(text) > limit:
             text = text[: limit - 1] + "…"
         return f"{self.speaker} ({when}): {text}"
+
+
+def sentences_of(text: str) -> list[str]:
+    """``text`` cut into sentences (at an end mark followed by space)."""
+    return _SENTENCES.split(text.strip())
 
 
 def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from . import scoring
 from .context import ContextSection, SectionRequest
 from .dates import resolve
-from .dialogue import Line, lines_of
+from .dialogue import Line, lines_of, sentences_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
@@ -161,8 +161,9 @@ class RecallLayer:
             for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
                 found.setdefault(c.id, c)
         for relation, name in self._linked_names(user_id, query):
-            # The second hop: the same question about the person the relation names.
-            linked = _about(query, relation, name)
+            # The second hop: the same question about the person the relation names (in a
+            # long message, the sentence that names them: cheaper to embed, and on point).
+            linked = _about(_naming(query, relation), relation, name)
             for c in self._index.candidates(
                 user_id, linked, self._index.embed_query(linked), grains=grains, limit=max(20, 2 * k),
                 since=since, until=until,
@@ -281,6 +282,16 @@ def _about(query: str, relation: str, name: str) -> str:
     pattern = re.compile(rf"\b(?:my|our|the user's|the user’s|your)\s+{re.escape(relation)}\b('s|’s)?", re.IGNORECASE)
     about, n = pattern.subn(lambda m: name + (m.group(1) or ""), query)
     return about if n else f"{name}: {query}"
+
+
+def _naming(query: str, relation: str) -> str:
+    """The sentence of ``query`` that says ``relation`` (the last such: a message's question
+    tends to come last); the whole query when it is one sentence or none says it."""
+    sentences = [s for s in sentences_of(query) if s.strip()]
+    if len(sentences) < 2:
+        return query
+    says = re.compile(rf"\b{re.escape(relation)}\b", re.IGNORECASE)
+    return next((s for s in reversed(sentences) if says.search(s)), query)
 
 
 def _strength(c: Candidate) -> float:

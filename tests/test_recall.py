@@ -178,7 +178,8 @@ def test_a_question_about_my_brother_reaches_what_was_said_of_him_by_name(memory
     assert any("guinea pig" in e.text for e in evidence)
 
 
-def test_a_possessive_relation_is_asked_about_the_person_by_name(memory):
+def _godmother_said(memory):
+    """Helga is named as the godmother once, her job said by name only, among chatter."""
     memory.after_turn("u", "s1", [HumanMessage("My godmother Helga is coming over for dinner."), AIMessage("Lovely!")])
     memory.after_turn("u", "s2", [HumanMessage("Helga just qualified as a radiographer after years of study."),
                                   AIMessage("Congratulations to her!")])
@@ -186,8 +187,27 @@ def test_a_possessive_relation_is_asked_about_the_person_by_name(memory):
                               "My coworker changed jobs last week.", "Any tips for a job interview?"]):
         memory.after_turn("u", f"x{i}", [HumanMessage(chat), AIMessage("Good question, let me think.")])
     memory.flush()
+
+
+def test_a_possessive_relation_is_asked_about_the_person_by_name(memory):
+    _godmother_said(memory)
     evidence = memory.recall("u", "What's my godmother's line of work?", k=3)
     assert any("radiographer" in e.text for e in evidence)
+
+
+def test_in_a_long_message_the_second_hop_asks_the_sentence_that_names_the_relation(memory, monkeypatch):
+    from langchain_tiered_memory.index import RecallIndex
+
+    _godmother_said(memory)
+    embedded: list[str] = []
+    original = RecallIndex.embed_query
+    monkeypatch.setattr(RecallIndex, "embed_query", lambda self, text: embedded.append(text) or original(self, text))
+    message = ("The heating broke again and the landlord is away until next month. I spent the evening "
+               "with blankets and tea. What's my godmother's line of work?")
+    evidence = memory.recall("u", message, k=3)
+    assert any("radiographer" in e.text for e in evidence)
+    # The message, then its last sentence about Helga by name: not the whole message again.
+    assert embedded == [message, "What's Helga's line of work?"]
 
 
 def test_a_question_is_answered_by_what_was_said_not_by_what_was_asked(memory):
