@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["TimeRange", "asks_current", "resolve"]
+__all__ = ["TimeRange", "asks_current", "resolve", "tells_current"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -43,10 +43,27 @@ _CURRENT = re.compile(
 )
 
 
+#: What a statement of how things stand now says: a change ("I've *switched* to tea", "my
+#: *new* phone", "I *stopped* doing archery", "I *no longer* eat meat") or the present
+#: ("*these days* it's chai", "it's my main thing *now*").
+_TELLS_CURRENT = re.compile(
+    r"\b(now|nowadays|currently|these days|at the moment|lately|new|switched|switching|moved|changed|"
+    r"change|no longer|anymore|any more|stopped|quit|gave up|took up|replaced|replace|instead|used to)\b",
+    re.IGNORECASE,
+)
+
+
 def asks_current(query: str) -> bool:
     """Whether ``query`` asks how things stand now ("which phone do I use *these days*?"):
     then what was said last matters more than a near-tie."""
     return bool(_CURRENT.search(query))
+
+
+def tells_current(text: str) -> bool:
+    """Whether ``text`` says that something changed or how it stands now ("I've switched
+    to tea", "setting up my new phone"): the statements that answer :func:`asks_current`
+    questions, often in words far from the question's."""
+    return bool(_TELLS_CURRENT.search(text))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import messages_from_dict
 
+from .dates import tells_current
 from .extraction.messages import message_text, speaker
 from .storage.rows import Unit
 from .storage.units import unit_id
@@ -53,6 +54,13 @@ class Line:
         sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says)."""
         sentences = [x for x in sentences_of(self.text) if x.strip(" \t\n\"'“”‘’()")]
         return bool(sentences) and all(x.rstrip(" \t\n\"'“”‘’)").endswith(("?", "？")) for x in sentences)
+
+    @property
+    def tells_current(self) -> bool:
+        """Whether a person (not the assistant, whose replies echo) says here that something
+        changed or how it stands now ("I've switched to tea"; "any tips for my new flat?"
+        only asks)."""
+        return self.speaker != "assistant" and tells_current(self.text) and not self.asks
 
     def render(self, *, time: bool = False, limit: int | None = None) -> str:
         """``speaker (date): text`` on one line (``time``: with the hour)."""
@@ -110,8 +118,10 @@ class DialogueLayer:
         return {uid: lines_of(rows) for uid, rows in self._storage.units.spans(units).items()}
 
     def pending(self, limit: int) -> list[Unit]:
-        """Units whose point is not written yet, with their indexed text and ``asks``: the
-        share of their lines that only ask (recall trusts a question less as evidence)."""
+        """Units whose point is not written yet, with their indexed text, ``asks``: the
+        share of their lines that only ask (recall trusts a question less as evidence), and
+        ``news``: the share of the people's lines that tell of a change or of how things
+        stand now (what a question about now looks for)."""
         units = self._storage.units.unindexed(limit)
         lines = self.lines(units)
         out = []
@@ -119,9 +129,11 @@ class DialogueLayer:
             own = lines[u.id]
             text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in own)
             asks = round(sum(line.asks for line in own) / len(own), 2) if own else 0.0
+            people = [line for line in own if line.speaker != "assistant"]
+            news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
             # A span whose messages were all tool calls or system text has nothing to find.
             out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
-                            fields={"current": 1, "asks": asks}))
+                            fields={"current": 1, "asks": asks, "news": news}))
         return out
 
     def embed(

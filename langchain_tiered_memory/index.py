@@ -69,7 +69,7 @@ COLLECTION = "recall"
 RECALL_SCHEMA = CollectionSchema(
     tenant_field="user",
     keyword_fields=("grain", "memory_type"),
-    float_fields=("importance",),
+    float_fields=("importance", "news"),
     integer_fields=("current",),
     datetime_fields=("at",),
 )
@@ -376,14 +376,16 @@ class RecallIndex:
         current_only: bool = True,
         since: Any = None,
         until: Any = None,
+        news: bool = False,
     ) -> list[Candidate]:
-        """The user's units best matching ``query`` by either leg, with both legs' scores.
+        """The user's units best matching ``query`` by either leg, with both legs' scores
+        (``news``: only turns and windows whose people tell of a change or of the present).
 
         A unit found by BM25 alone gets its cosine computed from its stored vector, so every
         candidate has a dense score to fuse.
         """
         backend = self.backend()
-        where = self.where(user_id, grains, memory_types, min_importance, current_only, since, until)
+        where = self.where(user_id, grains, memory_types, min_importance, current_only, since, until, news)
         dense = backend.dense(vector, where, limit)
         sparse = backend.sparse(query, where, limit)
         by_id: dict[str, Candidate] = {h.id: _candidate(h, h.score, None) for h in dense}
@@ -415,6 +417,7 @@ class RecallIndex:
         current_only: bool = True,
         since: Any = None,
         until: Any = None,
+        news: bool = False,
     ) -> Where:
         """The filter of a user's units of some grains."""
         equals: dict[str, Any] = {"user": tenant_key(user_id)}
@@ -438,6 +441,8 @@ class RecallIndex:
             ranges["importance"] = Range(gte=min_importance)
         if since is not None or until is not None:
             ranges["at"] = Range(gte=since, lte=until)
+        if news:
+            ranges["news"] = Range(gt=0.0)
         return Where(equals=equals, any_of=any_of, none_of=none_of, ranges=ranges)
 
     # --- rebuilding ---------------------------------------------------------------------

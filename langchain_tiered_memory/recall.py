@@ -5,7 +5,8 @@ the database; :mod:`.scoring` turns similarity into relevance (the threshold mea
 relevant") and lets importance and recency break near-ties. A query that names a time
 ("last weekend", "in May") is read against the time it is asked (:mod:`.dates`): units said
 then are fetched even when their words are far from the question's, and count as more
-relevant. Evidence that repeats messages already found is dropped, so each result brings
+relevant; a question about how things stand now ("which phone do I use these days?") fetches
+what tells of a change or of the present ("setting up my new OnePlus") the same way. Evidence that repeats messages already found is dropped, so each result brings
 something new. Every result names its time and the messages it came from.
 
 How similarity, who said it, when, and whether it only asks make the ranking is
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from . import scoring
 from .context import ContextSection, SectionRequest
-from .dates import resolve
+from .dates import asks_current, resolve
 from .dialogue import Line, lines_of, sentences_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
@@ -159,6 +160,13 @@ class RecallLayer:
             start = max(named.start - TIME_SLACK, since) if since else named.start - TIME_SLACK
             end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
             for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
+                found.setdefault(c.id, c)
+        elif asks_current(query):
+            # What tells of a change or of the present ("setting up my new OnePlus"), however
+            # far its words are from the question's ("which handset do I have now?").
+            for c in self._index.candidates(
+                user_id, query, vector, grains=grains, limit=limit, since=since, until=until, news=True,
+            ):
                 found.setdefault(c.id, c)
         for relation, name in self._linked_names(user_id, query):
             # The second hop: the same question about the person the relation names (in a

@@ -218,6 +218,16 @@ class TestRules:
         assert [e.name for e in turn("New York is huge").entities] == ["New York"]
         assert [e.name for e in turn("THIS IS ALL CAPS SHOUTING").entities] == []
 
+    def test_a_model_number_belongs_to_the_name_and_a_count_does_not(self):
+        def names(text: str) -> list[str]:
+            return [e.name for e in turn(text).entities]
+
+        assert names("My old phone died, so I got a OnePlus 12 and a Galaxy S23 for my son.") == ["OnePlus 12", "Galaxy S23"]
+        assert ("Tesla Model 3", "product") in [(e.name, e.type) for e in turn("We drove the Tesla Model 3 home.").entities]
+        assert names("I ran into Anna 2 weeks ago.") == ["Anna"]
+        assert names("We land in Paris 10:30 tomorrow, then Berlin 2019 memories.") == ["Paris", "Berlin"]
+        assert names("We stayed at the Hilton 3 nights.") == ["Hilton"]
+
     def test_proper_nouns_stop_at_punctuation_and_share_a_list_context(self):
         assert [(e.name, e.type) for e in turn("I visited Rome, Paris and Berlin.").entities] == [
             ("Rome", "place"),

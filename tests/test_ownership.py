@@ -142,17 +142,18 @@ def test_a_partly_lost_index_catches_up_on_open(tmp_path):
         assert memory.search("alice", "kayak", k=1)[0].entry.id == ids[1]
 
 
-def test_an_older_directory_has_its_turn_points_rewritten_without_embedding_them_again(tmp_path, monkeypatch):
+def test_an_older_directory_has_its_turn_points_marked_again_without_embedding_them_again(tmp_path, monkeypatch):
     data = tmp_path / "memory"
     with _open(data) as memory:
         memory.after_turn("alice", "t", [HumanMessage("Any advice on sleeping better?"),
                                          AIMessage("Less screen time at night. Does that help?")])
+        memory.after_turn("alice", "t", [HumanMessage("I've switched to decaf these days."), AIMessage("Good call.")])
         memory.flush()
         backend = memory._index.backend()
         turns, _ = backend.scroll(Where(equals={"grain": "turn"}), limit=10)
         ids = [r.id for r in turns]
-        # A point written before recall marked questions carries no mark.
-        backend.set_payload({i: {"asks": 0} for i in ids})
+        # A point written before recall marked questions and news carries no mark.
+        backend.set_payload({i: {"asks": 0, "news": 0} for i in ids})
     import sqlite3
 
     conn = sqlite3.connect(data / "memory.db")
@@ -164,8 +165,11 @@ def test_an_older_directory_has_its_turn_points_rewritten_without_embedding_them
     monkeypatch.setattr(EMB, "embed_documents", lambda texts: embedded.extend(texts) or real(texts))
     with _open(data) as memory:
         assert memory.flush(timeout=60)
-        marks = {r.payload.get("asks") for r in memory._index.backend().retrieve(ids)}
-        assert marks == {1.0, 0.0}  # the user's question; the reply says something first
+        points = memory._index.backend().retrieve(ids)
+        asks = {r.payload.get("asks") for r in points}
+        assert asks == {1.0, 0.0}  # the user's question; the replies say something first
+        news = sorted(r.payload.get("news") for r in points)
+        assert news == [0.0, 0.0, 0.0, 1.0]  # "switched … these days"; replies count for nothing
         assert embedded == []  # the vectors were kept
         assert memory.recall("alice", "advice on sleeping better", k=2)
 

@@ -86,6 +86,45 @@ def test_an_update_comes_first_and_the_old_value_stays_in_history(memory):
     assert lisbon < paris
 
 
+@pytest.mark.parametrize("question, said, new", [
+    ("Which phone do I use these days?",
+     ["My Pixel 8 battery dies by lunchtime.", "Dropped my Pixel 8 again, the screen is cracked.",
+      "Setting up my new OnePlus 12, transferring photos takes forever."], "OnePlus 12"),
+    ("What's my morning drink these days?",
+     ["I can't function before my morning espresso.", "Out of espresso again, need to go shopping.",
+      "Gave up my old habit; rooibos it is, every single day."], "rooibos"),
+])
+def test_a_question_about_now_puts_the_statement_of_the_change_before_the_old_value(memory, question, said, new):
+    # The statement of the change shares few words with the question; the old value's do.
+    t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
+    for i, (day, text) in enumerate(zip((0, 20, 60), said)):
+        memory.after_turn("u", f"s{i}", [HumanMessage(text), AIMessage("Noted.")], at=t0 + timedelta(days=day))
+    memory.after_turn("u", "s3", [HumanMessage("Any tips for a phone call with my landlord? And drinks for a party?"),
+                                  AIMessage("Sure.")], at=t0 + timedelta(days=65))
+    memory.flush()
+    texts = [e.text for e in memory.recall("u", question, k=4, grains=["turn"], at=t0 + timedelta(days=75))]
+    first_new = next(i for i, t in enumerate(texts) if new in t)
+    assert all(first_new < i for i, t in enumerate(texts) if any(s in t for s in said[:2]))
+
+
+def test_a_question_about_now_finds_the_statement_of_the_change_among_many_closer_words(memory):
+    # Sixty questions about phone calls match "which phone" better than the statement does,
+    # by either leg: only a search among what tells of a change finds it.
+    t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
+    memory.after_turn("u", "s0", [HumanMessage("Setting up my new OnePlus 12, transferring photos takes forever."),
+                                  AIMessage("Enjoy it!")], at=t0)
+    people = ["landlord", "bank", "dentist", "boss", "plumber", "doctor", "school", "insurer", "gym", "mechanic",
+              "vet", "neighbour"]
+    asks = ["a phone call with my {}", "calling my {} on the phone", "a phone conversation with my {}",
+            "phoning my {} about the bill", "a phone chat with my {}"]
+    chatter = [m for a in asks for p in people
+               for m in (HumanMessage(f"Any tips for {a.format(p)}?"), AIMessage("Keep it short and friendly."))]
+    memory.after_turn("u", "s1", chatter, at=t0 + timedelta(days=5))
+    memory.flush()
+    [first, *_] = memory.recall("u", "Which phone do I use these days?", k=3, at=t0 + timedelta(days=10))
+    assert "OnePlus 12" in first.text
+
+
 def test_a_relative_date_finds_the_turn_of_that_session(memory):
     days = {
         "mon": datetime(2025, 3, 3, 18, tzinfo=timezone.utc),   # a Monday

@@ -1,7 +1,8 @@
 """Proper nouns: the entities the offline rules find without a rule for them.
 
 Proper nouns are runs of capitalised words (``New York``, ``Bank of America``), minus
-pronouns, greetings, days and months. Their type comes from their context: "in X" → place,
+pronouns, greetings, days and months; a model number after a name belongs to it
+(``Pixel 8``, ``Tesla Model 3``), a count does not ("Anna 2 weeks ago"). Their type comes from their context: "in X" → place,
 "work at X" → organization, "Inc"/"University" → organization, CamelCase or digits →
 product, nationalities and languages → topic, else other.
 """
@@ -55,6 +56,18 @@ _CONNECTORS = {
     "upon", "&",
 }
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-&.]*")
+#: A model number: "8", "12", "5G", "3s" (no year: four digits are a date, not a model).
+_MODEL_NUMBER = re.compile(r"^\d{1,3}[A-Za-z]{0,2}$")
+#: A plural noun, roughly (and "is", "was", "has", "does", "class" are not).
+_PLURAL = re.compile(r"^(?!(?:is|was|has|does)$)[a-z]+[^s]s$")
+#: Words that make the number before them a count or a time ("Anna 2 weeks ago").
+_COUNTED = {
+    "second", "seconds", "minute", "minutes", "min", "mins", "hour", "hours", "hrs", "day", "days",
+    "week", "weeks", "month", "months", "year", "years", "yrs", "time", "times", "am", "pm",
+    "o'clock", "am.", "pm.", "people", "kids", "children", "km", "kg", "miles", "euros", "dollars",
+    "pounds", "percent", "of", "more", "less", "each", "things", "hundred",
+    "thousand", "million",
+}
 
 
 @dataclass
@@ -105,7 +118,7 @@ def proper_spans(sentence: str) -> list[Span]:
             continue
         j = i + 1
         while j < len(tokens) and joined[j]:
-            if _is_cap(tokens[j]):
+            if _is_cap(tokens[j]) or _model_number(tokens, gaps, joined, j):
                 j += 1
             elif (
                 tokens[j].lower() in _CONNECTORS
@@ -131,6 +144,23 @@ def proper_spans(sentence: str) -> list[Span]:
         )
         i = j
     return spans
+
+
+def _model_number(tokens: list[str], gaps: list[str], joined: list[bool], j: int) -> bool:
+    """Whether ``tokens[j]``, right after a capitalised word, is that name's model number
+    ("Pixel 8 froze"), not a count ("Anna 2 weeks ago"), a time ("Paris 10:30") or a range."""
+    if not _MODEL_NUMBER.match(tokens[j]):
+        return False
+    if j + 1 < len(tokens):
+        after = gaps[j + 1]
+        if after[:1] in (":", "/", "-", "–", ".", ",") and after.strip() == after[:1] and tokens[j + 1][:1].isdigit():
+            return False  # 10:30, 3/4, 10-12, 2.5, 1,000
+        word = tokens[j + 1]
+        if joined[j + 1] and word.lower() in _COUNTED:
+            return False
+        if joined[j + 1] and word.islower() and _PLURAL.match(word) and tokens[j] != "1":
+            return False  # "3 floors": a count (a verb like "needs" loses the number too)
+    return True
 
 
 def span_type(span: Span, sentence: str) -> str:

@@ -305,6 +305,13 @@ def _migrate_to_6(db: sqlite_utils.Database) -> None:
     db.execute(REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_7(db: sqlite_utils.Database) -> None:
+    """Turn and window points carry ``news`` (the share of the people's lines that tell of a
+    change or of how things stand now, which a question about now looks for): every unit's
+    point is written again, its vector kept."""
+    db.execute(REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -313,4 +320,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     4: _migrate_to_4,
     5: _migrate_to_5,
     6: _migrate_to_6,
+    7: _migrate_to_7,
 }

@@ -175,6 +175,11 @@ def _migrate_to_6(tx: Tx) -> None:
     _run(tx, REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_7(tx: Tx) -> None:
+    """Every unit's point is written again, to carry ``news`` (see ``schema.py``)."""
+    _run(tx, REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -184,4 +189,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     4: _migrate_to_4,
     5: _migrate_to_5,
     6: _migrate_to_6,
+    7: _migrate_to_7,
 }
