@@ -5,7 +5,9 @@ the units said in that span ahead of the others (``recall.py``). Relative expres
 ("yesterday", "last week", "N days ago", "last May", "last Friday") are resolved here, by the
 calendar; explicit dates ("March 3rd", "2023-05-07", "3 May 2023") by ``dateparser``, a
 well-kept library, asked only when the query holds something date-shaped, so that the read
-path does not pay for its language detection on every turn. No LLM is involved.
+path does not pay for its language detection on every turn. No LLM is involved. A message
+that tells and asks is read for the times its question names, and a question that looks
+ahead ("what should I cook tonight?") names no past time (:func:`asked_part`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-__all__ = ["TimeRange", "asks_current", "resolve", "tells_current"]
+from .sentences import is_question, sentences_of
+
+__all__ = ["TimeRange", "asked_part", "asks_current", "resolve", "tells_current"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -43,6 +47,18 @@ _CURRENT = re.compile(
 )
 
 
+#: A question that looks ahead: memory holds no answer said at the time it names.
+_LOOKS_AHEAD = re.compile(
+    r"\b(will|shall|should|going to|gonna|tomorrow|next|upcoming|coming up|coming over|this coming|"
+    r"plan to|planning to)\b|\w'll\b",
+    re.IGNORECASE,
+)
+#: ... unless it also looks back ("what did I plan for tonight?").
+_LOOKS_BACK = re.compile(
+    r"\b(did|was|were|had|went|said|told|mentioned|ago|last|yesterday|earlier)\b", re.IGNORECASE
+)
+#: After a weekday, a habit ("on Thursday evenings"), not a day.
+_HABIT = re.compile(r"\s+(mornings|afternoons|evenings|nights)\b")
 #: What a statement of how things stand now says: a change ("I've *switched* to tea", "my
 #: *new* phone", "I *stopped* doing archery", "I *no longer* eat meat") or the present
 #: ("*these days* it's chai", "it's my main thing *now*").
@@ -92,15 +108,37 @@ def _month(year: int, month: int, text: str, tz: timezone | None) -> TimeRange:
     return TimeRange(start, end, text)
 
 
+def asked_part(query: str) -> str | None:
+    """The part of ``query`` whose times it asks about, or ``None`` when it asks about none.
+
+    A message that tells and asks asks in its questions: "My cousin is coming over on
+    Sunday. What should I cook?" asks about no Sunday. A question that looks ahead ("what
+    should I cook tonight?", "what's on next week?") asks about no past time either, and
+    memory holds the past — unless it also looks back ("what did I plan for tonight?").
+    """
+    sentences = [s for s in sentences_of(query) if s.strip()]
+    asking = [s for s in sentences if is_question(s)]
+    part = " ".join(asking) if asking and len(asking) < len(sentences) else query
+    if _LOOKS_AHEAD.search(part) and not _LOOKS_BACK.search(part):
+        return None
+    return part
+
+
 def resolve(query: str, at: datetime) -> TimeRange | None:
-    """The span of time ``query`` asks about, read against ``at`` (aware), or ``None``.
+    """The span of time ``query`` asks about (see :func:`asked_part`), read against ``at``
+    (aware), or ``None``.
 
     Past readings are preferred: memory holds what was said. A day-precise expression gets
     a whole day ("yesterday"), a vague one a wider span ("two weeks ago": the week around
-    it), so a unit said near the date still counts.
+    it), so a unit said near the date still counts. A weekday said as a habit ("on Thursday
+    evenings") names no day.
     """
     if not query:
         return None
+    asked = asked_part(query)
+    if asked is None:
+        return None
+    query = asked
     tz = at.tzinfo
     today = _day(at)
     text = query.lower()
@@ -138,6 +176,8 @@ def resolve(query: str, at: datetime) -> TimeRange | None:
 
     for match in _LAST_NAMED.finditer(text):
         which, name = match.group(1), match.group(2)
+        if name in _WEEKDAYS and _HABIT.match(text, match.end()):
+            continue
         if name in _WEEKDAYS:
             back = (today.weekday() - _WEEKDAYS[name]) % 7 or 7
             if which == "this" and back == 7:

@@ -11,7 +11,6 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +20,7 @@ from langchain_core.messages import messages_from_dict
 
 from .dates import tells_current
 from .extraction.messages import message_text, speaker
+from .sentences import only_asks
 from .storage.rows import Unit
 from .storage.units import unit_id
 
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 #: Message types whose plain-text form needs no message object.
 _PLAIN = {"human": "user", "ai": "assistant"}
-#: Where one sentence ends and the next begins (an end mark, then space: not "3.5").
-_SENTENCES = re.compile(r"(?<=[.!?？。])\s+")
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
 MAX_INDEXED_CHARS = 4_000
 
@@ -52,8 +50,7 @@ class Line:
     def asks(self) -> bool:
         """Whether the line only asks: each of its sentences is a question ("any advice on
         sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says)."""
-        sentences = [x for x in sentences_of(self.text) if x.strip(" \t\n\"'“”‘’()")]
-        return bool(sentences) and all(x.rstrip(" \t\n\"'“”‘’)").endswith(("?", "？")) for x in sentences)
+        return only_asks(self.text)
 
     @property
     def tells_current(self) -> bool:
@@ -69,11 +66,6 @@ class Line:
         if limit is not None and len(text) > limit:
             text = text[: limit - 1] + "…"
         return f"{self.speaker} ({when}): {text}"
-
-
-def sentences_of(text: str) -> list[str]:
-    """``text`` cut into sentences (at an end mark followed by space)."""
-    return _SENTENCES.split(text.strip())
 
 
 def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from . import scoring
 from .dates import TimeRange, asks_current
 from .index import Candidate
+from .sentences import is_question
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
@@ -71,11 +72,6 @@ _BATCH_PER_RESULT = 2
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[\w'’-]+")
-_INTERROGATIVE = re.compile(
-    r"^\W*(what|where|which|who|whom|whose|when|why|how|do|does|did|is|are|am|was|were|have|has|had|"
-    r"can|could|will|would|should|remind me)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -108,7 +104,7 @@ class Asked:
 
     @cached_property
     def is_question(self) -> bool:
-        return self.query.rstrip().endswith("?") or bool(_INTERROGATIVE.match(self.query))
+        return is_question(self.query)
 
     @cached_property
     def _mine(self) -> bool:

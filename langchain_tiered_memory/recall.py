@@ -6,8 +6,9 @@ relevant") and lets importance and recency break near-ties. A query that names a
 ("last weekend", "in May") is read against the time it is asked (:mod:`.dates`): units said
 then are fetched even when their words are far from the question's, and count as more
 relevant; a question about how things stand now ("which phone do I use these days?") fetches
-what tells of a change or of the present ("setting up my new OnePlus") the same way. Evidence that repeats messages already found is dropped, so each result brings
-something new. Every result names its time and the messages it came from.
+what tells of a change or of the present ("setting up my new OnePlus") the same way.
+Evidence that repeats messages already found is dropped, so each result brings something
+new. Every result names its time and the messages it came from.
 
 How similarity, who said it, when, and whether it only asks make the ranking is
 :mod:`.ranking`'s. One signal comes from here, **whom it is about**: a question about "my
@@ -30,12 +31,13 @@ from typing import TYPE_CHECKING
 from . import scoring
 from .context import ContextSection, SectionRequest
 from .dates import asks_current, resolve
-from .dialogue import Line, lines_of, sentences_of
+from .dialogue import Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
 from .index import GRAINS, Candidate, RecallIndex
 from .quotes import Neighbours, quote_evidence
 from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
+from .sentences import sentences_of
 
 if TYPE_CHECKING:
     from .config import MemoryConfig

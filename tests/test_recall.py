@@ -152,6 +152,23 @@ def test_a_relative_date_finds_the_turn_of_that_session(memory):
     assert "axe throwing" in context.memory_block and "2025-03-08" in context.memory_block
 
 
+def test_a_day_the_message_tells_of_is_not_a_day_it_asks_about(memory):
+    # "Coming over on Sunday" is next Sunday: last Sunday's chatter must not be lifted over
+    # what answers the question, nor the answer pushed behind it.
+    sunday = datetime(2025, 3, 9, 15, tzinfo=timezone.utc)
+    memory.after_turn("u", "a", [HumanMessage("My cousin Lena is vegetarian and can't stand mushrooms."),
+                                 AIMessage("Noted!")], at=sunday - timedelta(days=40))
+    memory.after_turn("u", "b", [HumanMessage("Spent the whole day cleaning the garage."), AIMessage("Satisfying!")],
+                      at=sunday)
+    memory.after_turn("u", "b", [HumanMessage("Made a big roast for lunch, the kids loved it."), AIMessage("Yum!")],
+                      at=sunday + timedelta(hours=1))
+    memory.flush()
+    evidence = memory.recall("u", "My cousin Lena is coming over on Sunday. What should I cook for her?", k=3,
+                             at=sunday + timedelta(days=4))
+    assert "vegetarian" in evidence[0].text
+    assert all("garage" not in e.text for e in evidence[:2])
+
+
 def test_the_memory_block_reads_newest_first_so_an_update_is_met_first(memory):
     t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
     memory.after_turn("u", "s1", [HumanMessage("My phone is a Fairphone 5, the camera is great."), AIMessage("Nice!")],

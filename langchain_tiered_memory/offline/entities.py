@@ -2,9 +2,10 @@
 
 Proper nouns are runs of capitalised words (``New York``, ``Bank of America``), minus
 pronouns, greetings, days and months; a model number after a name belongs to it
-(``Pixel 8``, ``Tesla Model 3``), a count does not ("Anna 2 weeks ago"). Their type comes from their context: "in X" → place,
-"work at X" → organization, "Inc"/"University" → organization, CamelCase or digits →
-product, nationalities and languages → topic, else other.
+(``Pixel 8``, ``Tesla Model 3``), a count does not ("Anna 2 weeks ago"). Their type comes
+from their context: "in X" → place, "work at X" → organization, "Inc"/"University" →
+organization, CamelCase or digits → product, nationalities and languages → topic, else
+other.
 """
 
 from __future__ import annotations

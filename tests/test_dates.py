@@ -1,0 +1,38 @@
+"""The time a query asks about: relative and explicit dates, read against when it is asked."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from langchain_tiered_memory.dates import resolve
+
+THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("query, start", [
+    ("What was I up to last weekend?", date(2025, 3, 8)),
+    ("What did I cook on Sunday?", date(2025, 3, 9)),
+    ("Remind me what I did on Sunday.", date(2025, 3, 9)),
+    ("coffee with Anna on Sunday", date(2025, 3, 9)),  # a search, not a sentence
+    ("Can you tell me about yesterday?", date(2025, 3, 12)),
+    ("What did I plan for tonight?", date(2025, 3, 13)),  # looks ahead, and back
+    ("What did I say about the garden two weeks ago?", date(2025, 2, 23)),
+    ("What did I do in May 2024?", date(2024, 5, 1)),
+])
+def test_a_time_asked_about_is_resolved(query, start):
+    found = resolve(query, THURSDAY)
+    assert found is not None and found.start.date() == start
+
+
+@pytest.mark.parametrize("query", [
+    "My cousin is coming over on Sunday. What should I cook?",  # the time is in what it tells
+    "We went hiking last weekend. Can you recommend boots?",
+    "What should I cook tonight?",  # looks ahead: memory holds no answer said then
+    "What's on next week?",
+    "What does the user do with the club on Thursday evenings?",  # a habit, not a day
+    "Which phone do I use these days?",
+])
+def test_a_time_that_is_not_asked_about_names_no_span(query):
+    assert resolve(query, THURSDAY) is None
