@@ -40,6 +40,10 @@ _PREFIX_CHARS_PER_TOKEN = 8
 _WHITESPACE = re.compile(r"\s")
 # Padded tokens per ONNX run, measured best on a 2-core CPU; see MiniLMEmbeddings._batches.
 _TOKENS_PER_BATCH = 512
+# Padding tokens worth one more run (a run's fixed cost, ~1.6 ms on 2 cores, buys ~11
+# tokens): a turn and its longer reply embedded apart, not padded together, took 25% less
+# time per text, and sorted batches of 48 conversation turns 6% less (20 measured best).
+_MAX_PADDING = 20
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -230,17 +234,23 @@ class MiniLMEmbeddings(Embeddings):
         # Attention is quadratic and unfused in this export: a run over more than about
         # _TOKENS_PER_BATCH padded tokens spills the CPU caches and gets slower per token
         # (batch 32 x 256 tokens runs at half the speed of 2 x 256), so long texts go in
-        # smaller batches. ``order`` is sorted by length, so the last text is the widest.
+        # smaller batches. A run costs about as much as _MAX_PADDING tokens, and padding
+        # costs as much as text: a text that would pad the batch by more starts its own.
+        # ``order`` is sorted by length, so the last text is the widest.
         batches: list[list[int]] = []
         batch: list[int] = []
+        width = 0
         for i in order:
             n = len(token_ids[i])
             if batch and (
-                len(batch) >= self.batch_size or (len(batch) + 1) * n > _TOKENS_PER_BATCH
+                len(batch) >= self.batch_size
+                or (len(batch) + 1) * n > _TOKENS_PER_BATCH
+                or len(batch) * (n - width) > _MAX_PADDING
             ):
                 batches.append(batch)
                 batch = []
             batch.append(i)
+            width = n
         if batch:
             batches.append(batch)
         return batches

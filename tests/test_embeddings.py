@@ -439,3 +439,15 @@ def test_batches_cap_texts_and_padded_tokens() -> None:
     for b in batches:
         assert 1 <= len(b) <= 4
         assert len(b) == 1 or len(b) * lengths[b[-1]] <= minilm_module._TOKENS_PER_BATCH
+
+
+def test_a_text_that_would_pad_a_batch_more_than_a_run_costs_runs_apart() -> None:
+    emb = MiniLMEmbeddings()
+
+    def batches(lengths: list[int]) -> list[list[int]]:
+        return emb._batches(list(range(len(lengths))), [[0] * n for n in lengths])
+
+    assert batches([15, 51]) == [[0], [1]]  # a turn and its long reply
+    assert batches([15, 16, 17, 18, 20]) == [[0, 1, 2, 3, 4]]
+    lengths = [10, 12, 14, 30, 31, 33, 60, 61, 62, 62, 90]
+    assert batches(lengths) == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9], [10]]
