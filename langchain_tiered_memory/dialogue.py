@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import messages_from_dict
@@ -46,10 +47,11 @@ class Line:
     #: The message's token count as stored (chat format), when read from the log.
     tokens: int | None = None
 
-    @property
+    @cached_property
     def asks(self) -> bool:
         """Whether the line only asks: each of its sentences is a question ("any advice on
-        sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says)."""
+        sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says).
+        Cached: indexing reads it for a unit's share and again for :attr:`tells_current`."""
         return only_asks(self.text)
 
     @property

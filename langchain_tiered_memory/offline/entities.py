@@ -157,10 +157,12 @@ def _model_number(tokens: list[str], gaps: list[str], joined: list[bool], j: int
         if after[:1] in (":", "/", "-", "–", ".", ",") and after.strip() == after[:1] and tokens[j + 1][:1].isdigit():
             return False  # 10:30, 3/4, 10-12, 2.5, 1,000
         word = tokens[j + 1]
-        if joined[j + 1] and word.lower() in _COUNTED:
+        if joined[j + 1] and (
+            word.lower() in _COUNTED
+            # "3 floors": a count (a verb like "needs" loses the number too)
+            or (word.islower() and _PLURAL.match(word) and tokens[j] != "1")
+        ):
             return False
-        if joined[j + 1] and word.islower() and _PLURAL.match(word) and tokens[j] != "1":
-            return False  # "3 floors": a count (a verb like "needs" loses the number too)
     return True
 
 
