@@ -1,5 +1,8 @@
 """Embedding speed: ms per query and documents per second, for each installed model.
 
+The MiniLM int8 export run as it is is the anchor; the fused graph the package runs
+(``langchain_tiered_memory/minilm_graph.py``) is shown beside it with the ratio.
+
     python benchmarks/bench_embeddings.py              # MiniLMEmbeddings, and
                                                        # SentenceTransformerEmbeddings if importable
     python benchmarks/bench_embeddings.py --queries 200 --docs 1000 --threads 2
@@ -125,7 +128,7 @@ def _texts(rng: random.Random, n: int, lo: int, hi: int) -> list[str]:
     return [" ".join(rng.choices(_WORDS, k=rng.randint(lo, hi))) for _ in range(n)]
 
 
-def bench(name: str, emb: object, queries: int, docs: int) -> None:
+def bench(name: str, emb: object, queries: int, docs: int) -> tuple[float, float]:
     rng = random.Random(0)
     short = _texts(rng, queries, 4, 14)
     # Mixed lengths: mostly chat-sized, some long enough to hit the 256-token limit.
@@ -158,6 +161,7 @@ def bench(name: str, emb: object, queries: int, docs: int) -> None:
         f"{name:32s} load {load_s * 1000:7.0f} ms | embed_query p50 {p50:6.2f} ms  p99 {p99:6.2f} ms "
         f"({queries} queries) | embed_documents {docs_s:7.1f} docs/s ({docs} mixed texts)"
     )
+    return p50, docs_s
 
 
 def main() -> None:
@@ -182,12 +186,22 @@ def main() -> None:
     )
 
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
-    bench(
-        f"MiniLMEmbeddings (int8, t={MiniLMEmbeddings(threads=args.threads).threads})",
+    threads = MiniLMEmbeddings(threads=args.threads).threads
+    # The anchor: the export run as it is; then the fused graph the package runs by default.
+    plain = bench(
+        f"MiniLM export as is (int8, t={threads})",
+        MiniLMEmbeddings(threads=args.threads, batch_size=args.batch_size, fused=False),
+        args.queries,
+        args.docs,
+    )
+    fused = bench(
+        f"MiniLMEmbeddings, fused (t={threads})",
         MiniLMEmbeddings(threads=args.threads, batch_size=args.batch_size),
         args.queries,
         args.docs,
     )
+    print(f"{'':32s} fused vs as is: embed_query p50 {plain[0] / fused[0]:.2f}x faster, "
+          f"embed_documents {fused[1] / plain[1]:.2f}x the throughput")
     try:
         st = SentenceTransformerEmbeddings(batch_size=args.batch_size, device="cpu")
     except EmbeddingError as exc:

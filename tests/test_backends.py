@@ -179,6 +179,50 @@ def test_the_legs_return_similarity_magnitudes(make):
     assert backend.sparse("the and of", mine(), 3) == []  # stopwords only: no terms
 
 
+def test_hybrid_runs_both_legs_under_one_filter(make):
+    backend = make()
+    pts = [point("green tea every morning"), point("black tea at noon"), point("trains to Kyoto", user="bob")]
+    backend.upsert(pts)
+    vector = EMB.embed_query("green tea")
+    dense, sparse = backend.hybrid(vector, "green tea", mine(), 5)
+    assert [(h.id, h.score) for h in dense] == [(h.id, h.score) for h in backend.dense(vector, mine(), 5)]
+    assert [(h.id, h.score) for h in sparse] == [(h.id, h.score) for h in backend.sparse("green tea", mine(), 5)]
+    assert {h.id for h in dense} == {pts[0].id, pts[1].id}  # bob's point is filtered out of both
+    # Only the payload fields asked for; none at all for ().
+    dense, sparse = backend.hybrid(vector, "green tea", mine(), 5, ("grain",))
+    assert all(h.payload == {"grain": "fact"} for h in dense + sparse)
+    assert all(h.payload == {} for h in backend.dense(vector, mine(), 5, ()))
+    # No BM25 terms (stopwords): the dense leg alone.
+    dense, sparse = backend.hybrid(vector, "the and of", mine(), 5)
+    assert len(dense) == 2 and sparse == []
+
+
+def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
+    # Enough 384-d points (11 MB) for the optimizer to build an indexed segment: a graph
+    # walked over the int8 copy, whose finds are rescored with the stored vectors.
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((7_200, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with EdgeBackend(tmp_path / "q", 384, "random", schema=SCHEMA, quantize=True, hnsw_m=16, full_scan_kb=10) as backend:
+        for i in range(0, len(vectors), 1_200):
+            backend.upsert([PointData(str(uuid.uuid4()), v.tolist(), f"note {i + j}",
+                                      {"user": "alice", "grain": "turn", "at": NOW.isoformat()})
+                            for j, v in enumerate(vectors[i : i + 1_200])])
+        backend.optimize()
+        segments = list((tmp_path / "q" / "shard" / "segments").glob("*/vector_storage-dense/quantized.data"))
+        assert segments, "the optimizer built no quantized segment"
+        query = vectors[42] + 0.5 * vectors[43]
+        query /= np.linalg.norm(query)
+        hits = backend.dense(query.tolist(), mine(), 10, ())
+        stored = {r.id: np.array(r.vector) for r in backend.retrieve([h.id for h in hits], with_vectors=True)}
+        for h in hits:
+            assert h.score == pytest.approx(float(query @ stored[h.id]), abs=1e-5)  # exact cosine
+        exact = np.sort(vectors @ query)[::-1][:2]
+        assert [h.score for h in hits[:2]] == pytest.approx(exact.tolist(), abs=1e-5)  # the true two best
+
+
 def test_filters_on_keywords_and_time_ranges(make):
     backend = make()
     days = [NOW - timedelta(days=d) for d in (30, 10, 1)]
