@@ -7,6 +7,7 @@ a record: deleting it costs a rebuild, never data.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ __all__ = ["user_cache_dir"]
 
 
 def user_cache_dir(kind: str) -> Path:
-    """The cache directory of ``kind`` (created)."""
+    """The cache directory of ``kind`` (created where it can be)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = Path(base) / "langchain-tiered-memory" / kind
     try:
@@ -23,5 +24,7 @@ def user_cache_dir(kind: str) -> Path:
         return path
     except OSError:
         fallback = Path(tempfile.gettempdir()) / f"langchain-tiered-memory-{kind}"
-        fallback.mkdir(parents=True, exist_ok=True)
+        # Never raises: a caller that writes here handles (and reports) its own failure.
+        with contextlib.suppress(OSError):
+            fallback.mkdir(parents=True, exist_ok=True)
         return fallback

@@ -216,10 +216,11 @@ class MiniLMEmbeddings(Embeddings):
         from .minilm_graph import fused_model
 
         try:
-            path = fused_model(self.model_path)
-            if path is None:
+            fused = fused_model(self.model_path)
+            if fused is None:
                 return None
-            return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+            source = fused if isinstance(fused, bytes) else str(fused)
+            return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - any failure: the original model runs
             logger.warning("the fused embedding graph is unusable (%s): running %s as it is", exc, self.model_path)
             return None

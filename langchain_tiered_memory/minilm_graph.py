@@ -46,10 +46,11 @@ class FusedGraphError(Exception):
     """The model is not the export the fused graph is built from (it is used as it is)."""
 
 
-def fused_model(model_path: Path) -> Path | None:
-    """The fused graph of the model at ``model_path``: a cached file, built on first use;
-    ``None`` when it cannot be had (no ``onnx`` package, another export, no writable
-    cache): the caller loads the original."""
+def fused_model(model_path: Path) -> Path | bytes | None:
+    """The fused graph of the model at ``model_path``: a cached file, built on first use (the
+    serialised graph itself when the cache cannot be written: it is rebuilt by each new
+    process); ``None`` when it cannot be had (no ``onnx`` package, another export): the
+    caller loads the original."""
     stat = model_path.stat()
     key = hashlib.sha256(f"{model_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{FORMAT}".encode()).hexdigest()
     target = user_cache_dir("onnx") / f"minilm-fused-{key[:24]}.onnx"
@@ -70,8 +71,11 @@ def fused_model(model_path: Path) -> Path | None:
             fh.write(data)
         os.replace(tmp, target)
     except OSError as exc:
-        logger.warning("cannot cache the fused embedding graph in %s (%s): the model runs unfused", target.parent, exc)
-        return None
+        logger.warning(
+            "cannot cache the fused embedding graph in %s (%s): it is rebuilt by every new process "
+            "(about a second); set XDG_CACHE_HOME to a writable directory", target.parent, exc,
+        )
+        return data
     return target
 
 

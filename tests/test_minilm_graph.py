@@ -138,3 +138,18 @@ def test_fused_is_faster_on_a_query(cache: Path) -> None:
             emb.embed_query(f"Where did my sister say she moved last spring? ({i})")
             times[name].append(time.perf_counter() - start)
     assert statistics.median(times["fused"]) < statistics.median(times["plain"])
+
+
+def test_an_unwritable_cache_builds_the_graph_in_memory_with_a_warning(
+    tmp_path: Path, original: list[list[float]], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # no directory can be made under a file
+    monkeypatch.setattr("tempfile.tempdir", str(blocker))  # nor under the fallback
+    emb = MiniLMEmbeddings()
+    with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
+        vectors = emb.embed_documents(TEXTS)
+    assert emb._fused_active  # built, just not kept
+    assert np.abs(np.array(vectors) - np.array(original)).max() < 1e-5
+    assert "cannot cache the fused embedding graph" in caplog.text
