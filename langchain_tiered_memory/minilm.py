@@ -71,7 +71,7 @@ class MiniLMEmbeddings(Embeddings):
         max_length: token limit per text, special tokens included (at most 512).
         threads: onnxruntime intra-op threads; by default ``min(2, cpu count)``.
         fused: run the graph with its attention fused (:mod:`.minilm_graph`): the same
-            vectors, 15-20% faster; built once per model file into the user's cache. A
+            vectors in about 20% less time per text; built once per model file into the user's cache. A
             model that is not the expected export, or no ``onnx`` package, runs as it is.
 
     Raises:
