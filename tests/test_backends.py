@@ -199,16 +199,18 @@ def test_hybrid_runs_both_legs_under_one_filter(make):
 
 def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
     # Enough 384-d points (11 MB) for the optimizer to build an indexed segment: a graph
-    # walked over the int8 copy, whose finds are rescored with the stored vectors.
+    # walked over the int8 copy, whose finds are rescored with the stored vectors. alice
+    # (7,128 points, past full_scan_kb) is searched through the graph, bob (72) by a scan.
     import numpy as np
 
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((7_200, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    with EdgeBackend(tmp_path / "q", 384, "random", schema=SCHEMA, quantize=True, hnsw_m=16, full_scan_kb=10) as backend:
+    with EdgeBackend(tmp_path / "q", 384, "random", schema=SCHEMA, quantize=True, hnsw_m=16, full_scan_kb=1_000) as backend:
         for i in range(0, len(vectors), 1_200):
             backend.upsert([PointData(str(uuid.uuid4()), v.tolist(), f"note {i + j}",
-                                      {"user": "alice", "grain": "turn", "at": NOW.isoformat()})
+                                      {"user": "bob" if (i + j) % 100 == 0 else "alice", "grain": "turn",
+                                       "at": NOW.isoformat()})
                             for j, v in enumerate(vectors[i : i + 1_200])])
         backend.optimize()
         segments = list((tmp_path / "q" / "shard" / "segments").glob("*/vector_storage-dense/quantized.data"))
@@ -219,8 +221,12 @@ def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
         stored = {r.id: np.array(r.vector) for r in backend.retrieve([h.id for h in hits], with_vectors=True)}
         for h in hits:
             assert h.score == pytest.approx(float(query @ stored[h.id]), abs=1e-5)  # exact cosine
-        exact = np.sort(vectors @ query)[::-1][:2]
+        alice = np.array([i % 100 != 0 for i in range(len(vectors))])
+        exact = np.sort(vectors[alice] @ query)[::-1][:2]
         assert [h.score for h in hits[:2]] == pytest.approx(exact.tolist(), abs=1e-5)  # the true two best
+        # A tenant small enough to be scanned: the same exact scores, the true best first.
+        few = backend.dense(query.tolist(), mine("bob"), 5, ())
+        assert [h.score for h in few] == pytest.approx(np.sort(vectors[~alice] @ query)[::-1][:5].tolist(), abs=1e-5)
 
 
 def test_filters_on_keywords_and_time_ranges(make):
