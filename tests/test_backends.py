@@ -229,6 +229,40 @@ def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
         assert [h.score for h in few] == pytest.approx(np.sort(vectors[~alice] @ query)[::-1][:5].tolist(), abs=1e-5)
 
 
+def test_a_large_user_among_others_finds_their_nearest_points(tmp_path):
+    # The recall index's layout (graphs per user, int8 walk), with the scan threshold low
+    # enough that each of these users is searched through a graph: every user's top 10
+    # must be the exact top 10 among their own points. (One graph over all points found
+    # 0.2 of them here: a user's points are islands in it.)
+    import numpy as np
+
+    from langchain_tiered_memory.index import EDGE_TUNING
+
+    rng = np.random.default_rng(3)
+    topics = rng.standard_normal((40, 384)).astype(np.float32)  # clustered, as text is
+    vectors = topics[rng.integers(0, 40, 7_200)] + 0.8 * rng.standard_normal((7_200, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    users = np.arange(7_200) % 6
+    ids = [str(uuid.uuid4()) for _ in range(7_200)]
+    tuning = {**EDGE_TUNING, "full_scan_kb": 1_000}  # a user's 1,200 points: 1.8 MB
+    with EdgeBackend(tmp_path / "q", 384, "random", schema=SCHEMA, **tuning) as backend:
+        for i in range(0, 7_200, 1_800):
+            backend.upsert([PointData(ids[j], vectors[j].tolist(), "x",
+                                      {"user": f"u{users[j]}", "grain": "turn", "at": NOW.isoformat()})
+                            for j in range(i, i + 1_800)])
+        backend.optimize()
+        found = []
+        for q in range(24):
+            user = q % 6
+            query = topics[q] + 0.8 * rng.standard_normal(384).astype(np.float32)
+            query /= np.linalg.norm(query)
+            own = np.flatnonzero(users == user)
+            exact = {ids[i] for i in own[np.argsort(-(vectors[own] @ query))[:10]]}
+            hits = backend.dense(query.tolist(), mine(f"u{user}"), 10, ())
+            found.append(len(exact & {h.id for h in hits}) / 10)
+        assert np.mean(found) >= 0.97 and min(found) >= 0.8
+
+
 def test_filters_on_keywords_and_time_ranges(make):
     backend = make()
     days = [NOW - timedelta(days=d) for d in (30, 10, 1)]
