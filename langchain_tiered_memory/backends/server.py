@@ -371,7 +371,7 @@ class QdrantServerBackend(BaseBackend):
             "querying", self.client.query_points, self.collection, query=vector, using=using,
             query_filter=flt, limit=limit, with_payload=_with_payload(fields),
         )
-        return [ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return _scored(response.points)
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
         if len(searches) == 1:
@@ -383,10 +383,11 @@ class QdrantServerBackend(BaseBackend):
             for vector, using, flt, limit, fields in searches
         ]
         responses = self._call("querying", self.client.query_batch_points, self.collection, requests=requests)
-        return [
-            [ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
-            for response in responses
-        ]
+        return [_scored(response.points) for response in responses]
+
+
+def _scored(points: Sequence[Any]) -> list[ScoredRecord]:
+    return [ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
 def _with_payload(fields: Sequence[str] | None) -> bool | list[str]:
