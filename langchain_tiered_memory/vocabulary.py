@@ -16,17 +16,21 @@ __all__ = [
     "RELATION_ATTRIBUTE",
     "SELF",
     "USER_ENTITY",
+    "EntityType",
     "MemoryType",
     "entity_type",
     "memory_type",
 ]
 
+#: A memory type, written once: tool schemas and models take the Literal, the rest the tuple.
 MemoryType = Literal["fact", "preference", "experience", "instruction"]
 #: The memory types, in the order error messages and help texts list them.
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
+#: An entity type, written once, the vague ones last.
+EntityType = Literal["person", "organization", "place", "product", "topic", "other"]
 #: The entity types, the vague ones last.
-ENTITY_TYPES: tuple[str, ...] = ("person", "organization", "place", "product", "topic", "other")
+ENTITY_TYPES: tuple[str, ...] = get_args(EntityType)
 
 #: The entity that stands for the user when a turn does not state their name.
 USER_ENTITY = "user"

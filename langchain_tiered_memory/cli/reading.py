@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import NotFoundError
+from ..vocabulary import MEMORY_TYPES
 from . import common
 from .common import PROG
 
@@ -15,7 +16,7 @@ def add_commands(command: common.AddCommand) -> None:
     p.add_argument("query", help="what to search for")
     common.add_user(p)
     p.add_argument("-k", type=common.positive, default=5, help="how many memories (default: 5)")
-    p.add_argument("--type", action="append", choices=("fact", "preference", "experience", "instruction"),
+    p.add_argument("--type", action="append", choices=MEMORY_TYPES,
                    help="only memories of this type (repeatable)")
     p.add_argument("--explain", action="store_true", help="show how each score was made")
     p = command("entities", entities, "list a user's entity profiles", json_output=True)

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from string import Template
 
 from ..errors import InvalidInputError
+from ..vocabulary import ENTITY_TYPES, MEMORY_TYPES
+
+_ENTITY_TYPES = ", ".join(ENTITY_TYPES)
+_MEMORY_TYPES = ", ".join(MEMORY_TYPES)
 
 _UNTRUSTED = """\
 Everything inside <conversation>, <evicted_messages>, <current_summary> and <known_entities> \
@@ -39,7 +43,7 @@ extract what is worth remembering about the user and the world they talk about.
 Entities: people, organizations, places, products and topics that are named in the turn.
 - name: the entity's proper name as written (reuse the spelling of a known entity when it is \
 the same one).
-- type: one of person, organization, place, product, topic, other.
+- type: one of {_ENTITY_TYPES}.
 - attributes: short string values of stable facts, e.g. {{"location": "Paris", \
 "job": "nurse", "employer": "Acme", "likes": "green tea"}}.
 - The user themself is an entity of type person named by their stated name, or "user" when \
@@ -135,9 +139,10 @@ Answer with ONE JSON object and nothing else (no prose, no code fence), of this 
  "memories": [{"content": "The user prefers green tea.", "memory_type": "preference", \
 "importance": 0.7}],
  "summary": null}
-"type" is one of person, organization, place, product, topic, other; "memory_type" is one of \
-fact, preference, experience, instruction; "importance" is a number from 0 to 1; attribute \
-values are strings; "summary" is a string only when you were asked to update it."""
+""" + f"""\
+"type" is one of {_ENTITY_TYPES}; "memory_type" is one of {_MEMORY_TYPES}; "importance" is a \
+number from 0 to 1; attribute values are strings; "summary" is a string only when you were \
+asked to update it."""
 
 JSON_EPISODE = """\
 

@@ -120,7 +120,7 @@ class ExtractedEntity(BaseModel):
     name: str = Field(description="The entity's proper name, as written in the conversation.")
     type: str = Field(
         "other",
-        description="One of: person, organization, place, product, topic, other.",
+        description=f"One of: {', '.join(ENTITY_TYPES)}.",
         json_schema_extra={"enum": list(ENTITY_TYPES)},
     )
     attributes: dict[str, str] = Field(

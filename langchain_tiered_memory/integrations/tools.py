@@ -15,7 +15,7 @@ comes back as the tool's answer; a run without ``user_id`` raises :class:`Config
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -23,12 +23,14 @@ from pydantic import Field
 
 from ..entries import check_id
 from ..errors import ConfigError, InvalidInputError
+from ..vocabulary import MEMORY_TYPES, MemoryType
 from .hooks import _CONFIG_EXAMPLE
 
 if TYPE_CHECKING:
     from ..memory import TieredMemory
 
-MemoryKind = Literal["fact", "preference", "experience", "instruction"]
+#: The memory types as the ``remember`` tool's schema describes them to the model.
+_KINDS_TEXT = ", ".join(MEMORY_TYPES[:-1]) + " or " + MEMORY_TYPES[-1]
 
 
 def _user(config: RunnableConfig | None) -> tuple[str, str | None]:
@@ -51,7 +53,7 @@ def create_memory_tools(memory: TieredMemory) -> list[BaseTool]:
     def remember(
         content: Annotated[str, Field(description="The memory, one self-contained statement about the user or the work.")],
         config: RunnableConfig,
-        memory_type: Annotated[MemoryKind, Field(description="fact, preference, experience or instruction.")] = "fact",
+        memory_type: Annotated[MemoryType, Field(description=f"{_KINDS_TEXT}.")] = "fact",
         importance: Annotated[float, Field(ge=0.0, le=1.0, description="0 (trivial) to 1 (essential).")] = 0.5,
     ) -> str:
         user_id, thread_id = _user(config)
