@@ -111,7 +111,19 @@ def test_forgetting_a_thread_or_a_memory_leaves_no_byte_of_it(tmp_path, what):
     assert _hits(data, gone) == []
 
 
-def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path):
+def _progress(caplog: pytest.LogCaptureFixture) -> list[tuple[int, int]]:
+    """The ``(done, total)`` of each catch-up progress line logged."""
+    import re
+
+    found = []
+    for record in caplog.records:
+        match = re.search(r"catching up the vector index at .*: (\d+)/(\d+) records", record.getMessage())
+        if match:
+            found.append((int(match[1]), int(match[2])))
+    return found
+
+
+def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path, caplog):
     data = tmp_path / "memory"
     facts = [f"user: fact number {i} is about the colour {c}" for i, c in enumerate(["red", "teal", "ochre", "mauve"])]
     with _open(data) as memory:
@@ -119,8 +131,9 @@ def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path):
         memory.after_turn("alice", "t", [HumanMessage("We planned the Kyoto trip."), AIMessage("Booked.")])
         memory.end_session("alice", "t")
         memory.flush()
+        points = memory._index.count()
     shutil.rmtree(data / "qdrant")
-    with _open(data) as memory:
+    with caplog.at_level("INFO", logger="langchain_tiered_memory"), _open(data) as memory:
         # The records were never in the index alone: nothing is lost, and it says so.
         assert memory.stats()["memories"] == len(memory.list_memories("alice")) >= 4
         assert memory.flush(timeout=60)
@@ -129,6 +142,77 @@ def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path):
             assert memory.search("alice", f"the colour {colour}", k=1)[0].entry.id == memory_id
         assert memory.search_episodes("alice", "Kyoto trip")
         assert memory.stats()["index"]["pending"] == 0
+        assert memory._index.count() == points
+    # The rebuild reports its progress with counts, from 0 to every record, and its end.
+    progress = _progress(caplog)
+    assert progress[0] == (0, points) and progress[-1] == (points, points)
+    assert f"caught up: {points} records indexed" in caplog.text
+
+
+def test_a_large_rebuild_logs_its_progress_every_tenth(tmp_path, caplog):
+    data = tmp_path / "memory"
+    with _open(data) as memory:
+        items = [{"content": f"user: item {i} of the list is {i * 7919 % 1000}"} for i in range(2_000)]
+        memory.remember_many("alice", items, merge=False)
+        memory.flush()
+        points = memory._index.count()
+    assert points == 2_000  # ~32 batches of 64
+    shutil.rmtree(data / "qdrant")
+    with caplog.at_level("INFO", logger="langchain_tiered_memory"), _open(data) as memory:
+        assert memory.flush(timeout=120)
+        assert memory._index.count() == points
+    progress = _progress(caplog)
+    done = [d for d, _ in progress]
+    assert progress[0] == (0, points) and progress[-1] == (points, points)
+    assert done == sorted(done) and all(total == points for _, total in progress)
+    # A line about every tenth (after the batch that crosses it), not one per batch or record.
+    assert 10 <= len(progress) <= 12
+    assert f"caught up: {points} records indexed" in caplog.text
+
+
+def test_an_older_database_beside_a_newer_index_has_the_orphan_points_deleted(tmp_path, caplog):
+    data = tmp_path / "memory"
+    with _open(data) as memory:
+        kept = [memory.remember("alice", f"user: my {w} is in the attic") for w in ("oboe", "kayak")]
+        memory.after_turn("alice", "t", [HumanMessage("We planned the Kyoto trip."), AIMessage("Booked.")])
+        memory.flush()
+        older_points = memory._index.count()
+    # Closed: the WAL was checkpointed into memory.db, which now holds the whole database.
+    assert not (data / "memory.db-wal").exists() or (data / "memory.db-wal").stat().st_size == 0
+    shutil.copy2(data / "memory.db", tmp_path / "older.db")
+    with _open(data) as memory:
+        newer = [memory.remember("alice", f"user: zither {w} quartet rehearsal") for w in ("monday", "friday")]
+        memory.after_turn("alice", "t2", [HumanMessage("The zither quartet rehearses in Osaka."), AIMessage("Noted.")])
+        memory.flush()
+        newer_points = memory._index.count()
+    assert newer_points > older_points
+    # The older database restored beside the newer index (its WAL state with it: none).
+    for side in ("memory.db-wal", "memory.db-shm"):
+        (data / side).unlink(missing_ok=True)
+    shutil.copy2(tmp_path / "older.db", data / "memory.db")
+    with caplog.at_level("WARNING", logger="langchain_tiered_memory"), _open(data) as memory:
+        [warning] = [r for r in caplog.records if "whose records are not in" in r.getMessage()]
+        text = warning.getMessage()
+        assert warning.levelname == "WARNING"
+        assert f"held {newer_points - older_points} points" in text and "back in line with the database" in text
+        assert str(data / "memory.db") in text and "rebuild the index from scratch" in text
+        # The orphan points are gone: the index holds one point per record the database has.
+        assert memory._index.count() == older_points
+        assert memory._index.backend().retrieve(newer) == []
+        assert memory.flush(timeout=60) and memory._index.count() == older_points
+        assert memory.stats()["index"]["pending"] == 0
+        # Search and recall find only what the database holds.
+        assert {h.entry.id for h in memory.search("alice", "zither quartet rehearsal", k=10)} <= set(kept)
+        assert memory.search("alice", "oboe attic", k=1)[0].entry.id == kept[0]
+        evidence = memory.recall("alice", "zither quartet rehearses in Osaka", k=10)
+        assert all("zither" not in e.text for e in evidence)
+        assert not [e for e in evidence if e.grain == "fact" and e.id not in kept]
+        assert [e for e in memory.recall("alice", "We planned the Kyoto trip", k=10) if "Kyoto" in e.text]
+    # Once in line, opening again finds nothing to delete.
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="langchain_tiered_memory"), _open(data) as memory:
+        assert memory._index.count() == older_points
+    assert "whose records are not in" not in caplog.text
 
 
 def test_a_partly_lost_index_catches_up_on_open(tmp_path):
