@@ -441,13 +441,16 @@ class TieredMemory(AdapterAccess):
         wait for one, and so do the later jobs of their thread), ``running``, ``stale``
         (leased by a process that no longer runs, or whose lease ran out: they run again),
         ``done``, ``failed``. ``failed_jobs`` lists the jobs that failed for good, with
-        their reasons; ``usage`` what the jobs' LLM calls cost (calls, prompt and completion
+        their reasons; ``dropped_items`` counts the items of models' answers that validation
+        left out (the rest of each answer was applied) and ``dropped`` lists the newest, with
+        their job, position and reason; ``usage`` what the jobs' LLM calls cost (calls, prompt and completion
         tokens, time; in all, per day and per user) and ``budget`` the spend budget's state
         (jobs held back by it, when it frees); ``index`` says how many records wait for
         their vector point and, while another process holds the index (or, for a manual
         memory, a lost index), why this one cannot write them. Reading changes nothing.
         """
         pending = self._storage.unindexed_count()
+        dropped = self._storage.jobs.dropped_items()
         return MemoryStats({
             # Where the data lives: the directory, or the database (without its password).
             "data_dir": str(self.data_dir) if self.data_dir is not None else self._storage.location,
@@ -463,6 +466,9 @@ class TieredMemory(AdapterAccess):
                 {"key": j.key, "attempts": j.attempts, "reason": j.last_error, "at": j.updated_at}
                 for j in self._storage.jobs.rows("failed", limit=20)
             ],
+            # What validation left out of the models' answers (the rest was applied).
+            "dropped_items": dropped["items"],
+            "dropped": dropped["recent"],
             **self._spend.stats(),
         })
 

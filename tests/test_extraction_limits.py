@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ from langchain_core.output_parsers import JsonOutputParser
 from scripted_model import ScriptedChatModel, entity, memory, tool_call, turn_json, turn_payload, turn_tool_call
 
 from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import HashingEmbeddings
 from langchain_tiered_memory.errors import ExtractionError, ExtractionTimeoutError
 from langchain_tiered_memory.extraction import (
     MAX_ANSWER_CHARS,
@@ -143,6 +145,61 @@ def test_one_huge_memory_is_dropped_and_the_rest_of_the_answer_kept(tmp_path):
     [dropped] = result.dropped
     assert (dropped.kind, dropped.index) == ("memory", 0)
     assert f"the long-term limit is {MAX_CONTENT_CHARS:,}" in dropped.reason
+
+
+def test_the_dropped_item_is_recorded_on_the_job_and_counted_in_stats(tmp_path):
+    huge = "The user said " + "blah " * 40_000  # 200k characters
+    answer = turn_tool_call(
+        entities=[entity("Alice", "person", location="Paris")],
+        memories=[memory("The user lives in Paris.", "fact", 0.9), memory(huge, "fact", 0.9)],
+    )
+    data = tmp_path / "m"
+    clean = turn_tool_call(memories=[memory("The user drinks green tea.", "fact", 0.9)])
+    with TieredMemory(data, inline(), model=ScriptedChatModel(script=[answer], default=clean)) as m:
+        m.after_turn("u", "t", TURN)
+        assert m.flush(timeout=60)
+        # The job row keeps the answer as applied, and what was left out of it and why.
+        [job] = m.storage.jobs.rows("done")
+        saved = json.loads(job.result)["extraction"]
+        assert [x["content"] for x in saved["memories"]] == ["The user lives in Paris."]
+        [dropped] = saved["dropped"]
+        assert (dropped["kind"], dropped["index"], dropped["count"]) == ("memory", 1, 1)
+        assert f"the long-term limit is {MAX_CONTENT_CHARS:,}" in dropped["reason"]
+        assert m.storage.jobs.rows("failed") == []
+        counted = m.storage.jobs.dropped_items()
+        assert (counted["items"], counted["jobs"]) == (1, 1)
+        [recent] = counted["recent"]
+        assert recent["key"] == job.key and recent["reason"] == dropped["reason"]
+        assert (recent["kind"], recent["index"]) == ("memory", 1)
+        # A clean answer adds nothing to the count.
+        m.after_turn("u", "t2", TURN)
+        assert m.flush(timeout=60)
+        assert len(m.storage.jobs.rows("done")) == 2
+        assert m.storage.jobs.dropped_items()["items"] == 1
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["HF_HUB_OFFLINE"] = "1"
+    cli = [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(data), "stats"]
+    shown = subprocess.run([*cli, "--json"], check=False, capture_output=True, text=True, timeout=120, env=env)
+    assert shown.returncode == 0, shown.stderr
+    stats = json.loads(shown.stdout)
+    assert stats["dropped_items"] == 1 and stats["dropped"][0]["reason"] == dropped["reason"]
+    text = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120, env=env)
+    assert text.returncode == 0, text.stderr
+    assert "dropped items: 1 (" in text.stdout
+    assert f"{job.key}  memory #1" in text.stdout and "the long-term limit is" in text.stdout
+
+
+def test_dropped_items_are_counted_on_either_database(make_memory):
+    huge = "The user said " + "blah " * 40_000
+    answer = turn_tool_call(memories=[memory(huge, "fact", 0.9), memory("The user lives in Paris.", "fact", 0.9)])
+    with make_memory(inline(), model=ScriptedChatModel(default=answer), embeddings=HashingEmbeddings()) as m:
+        assert m.storage.jobs.dropped_items() == {"items": 0, "jobs": 0, "recent": []}
+        m.after_turn("u", "t", TURN)
+        assert m.flush(timeout=60)
+        counted = m.storage.jobs.dropped_items()
+        assert (counted["items"], counted["jobs"]) == (1, 1)
+        assert [(d["kind"], d["index"]) for d in counted["recent"]] == [("memory", 0)]
+        assert [e.content for e in m.list_memories("u")] == ["The user lives in Paris."]
 
 
 def test_memory_content_over_the_token_limit_is_dropped():

@@ -30,6 +30,7 @@ def stats(args: argparse.Namespace) -> int:
     print(f"disk: {common.size(total)} in all{parts}")
     jobs = stats.pop("jobs", {})
     failed = stats.pop("failed_jobs", [])
+    dropped_items, dropped = stats.pop("dropped_items", 0), stats.pop("dropped", [])
     usage = stats.pop("usage", None)
     budget = stats.pop("budget", None)
     counts = {k: v for k, v in stats.items() if isinstance(v, int) and not isinstance(v, bool)}
@@ -50,11 +51,24 @@ def stats(args: argparse.Namespace) -> int:
         for job in failed:
             print(f"  {job.get('key')}  {job.get('attempts')} attempts, last {job.get('at')}")
             print(f"      {' '.join(str(job.get('reason')).split())}")
+    if dropped_items:
+        _print_dropped(dropped_items, dropped)
     if usage is not None:
         _print_usage(usage)
     if budget is not None and (budget.get("limits") or budget.get("waiting_jobs")):
         _print_budget(budget)
     return 0
+
+
+def _print_dropped(items: int, recent: list[Mapping[str, Any]]) -> None:
+    """The items validation left out of the models' answers, newest first."""
+    print(f"dropped items: {items} (the rest of each answer was kept; every job keeps its record)")
+    for item in recent:
+        times = f" ×{item['count']}" if item["count"] > 1 else ""
+        print(f"  {item['key']}  {item['kind']} #{item['index']}{times}, {item['at']}")
+        print(f"      {' '.join(str(item['reason']).split())}")
+    if sum(i["count"] for i in recent) < items:
+        print(f"  … (the {len(recent)} newest shown)")
 
 
 def _spend(t: Mapping[str, Any]) -> str:

@@ -10,6 +10,9 @@ by a memory with a chat model, ``NULL`` for anything); a claim names what its me
 provides and skips the jobs it cannot meet, and the jobs queued behind one of those on the
 same thread (an extraction covers every message not yet extracted, so running a later one
 would do the earlier one's work too).
+
+A job's saved answer keeps what validation dropped from it (each part's ``dropped``: the
+item's kind, position, count and reason); :meth:`Jobs.dropped_items` adds them up.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ JOB_COLUMNS = (
     "id, key, kind, user_id, thread_key, payload, result, status, attempts, next_run_at, "
     "lease_until, leased_by, last_error, created_at, updated_at, needs"
 )
+#: What a saved answer's text holds when a part of it lists dropped items (a non-empty
+#: ``"dropped"`` list, as :meth:`Jobs.save_result` writes it): the few such answers are
+#: found by the database without parsing the others.
+_DROPPED_MARKS = ('%"dropped": [{%', '%"dropped":[{%')
 
 
 def iso_epoch(epoch: float) -> str:
@@ -170,6 +177,36 @@ class Jobs:
                 (json.dumps(result, ensure_ascii=False), job_id, worker),
             )
 
+    def dropped_items(self, recent: int = 20) -> dict[str, Any]:
+        """What validation dropped from the jobs' model answers, kept on their results.
+
+        ``items``: how many items were dropped (a record of the excess past a limit counts
+        as the items it stands for); ``jobs``: from how many jobs' answers; ``recent``: the
+        newest records (at most ``recent``; newest job first), each with the job's ``key``,
+        the item's ``kind``, ``index`` (its position in the answer), ``count``, the
+        ``reason`` and the job's ``at``. Reading changes nothing.
+
+        The answers are filtered by text in the database and only those with a drop are
+        parsed: one pass over the journal's results, no JSON read for the others.
+        """
+        with self.db.read() as tx:
+            rows = tx.all(
+                "SELECT key, result, updated_at FROM jobs WHERE result LIKE ? OR result LIKE ? ORDER BY id DESC",
+                _DROPPED_MARKS,
+            )
+        items = jobs = 0
+        latest: list[dict[str, Any]] = []
+        for key, result, at in rows:
+            found = _dropped(result)
+            if not found:
+                continue
+            jobs += 1
+            for item in found:
+                items += item["count"]
+                if len(latest) < recent:
+                    latest.append({"key": key, **item, "at": at})
+        return {"items": items, "jobs": jobs, "recent": latest}
+
     def fail(self, job_id: int, worker: str, error: str, retry_at: float | None) -> None:
         """Record a failure: back to pending until ``retry_at``, or failed for good (``None``)."""
         with self.db.write() as tx:
@@ -252,3 +289,27 @@ class Jobs:
                 needs_args,
             )
         return None if due is None else float(due)
+
+
+def _dropped(result: str | None) -> list[dict[str, Any]]:
+    """The dropped-item records of a saved answer (of each part: an extraction, an
+    episode), as ``{kind, index, count, reason}``; ``[]`` for an unreadable answer."""
+    try:
+        data = json.loads(result or "null")
+    except ValueError:
+        return []
+    parts = data.values() if isinstance(data, dict) else ()
+    out = []
+    for part in parts:
+        dropped = part.get("dropped") if isinstance(part, dict) else None
+        for item in dropped if isinstance(dropped, list) else ():
+            if not isinstance(item, dict):
+                continue
+            count = item.get("count", 1)
+            out.append({
+                "kind": str(item.get("kind", "")),
+                "index": item.get("index"),
+                "count": count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1,
+                "reason": str(item.get("reason", "")),
+            })
+    return out
