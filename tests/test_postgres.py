@@ -170,6 +170,78 @@ def test_a_user_exported_from_sqlite_imports_into_postgresql_unchanged(tmp_path,
         ]
 
 
+def _readable(m: TieredMemory, user: str) -> dict:
+    """What a user reads back through the public API, every layer (no read here counts as a
+    recall: search and recall are asked after)."""
+    return {
+        "threads": [(t, [msg.model_dump() for msg in m.get_messages(user, t.thread_id)]) for t in m.threads(user)],
+        "summaries": {t.thread_id: m.summary(user, t.thread_id) for t in m.threads(user)},
+        "entities": {e.name: m.entity(user, e.name) for e in m.entities(user)},
+        "memories": sorted((e.model_dump() for e in m.list_memories(user)), key=lambda d: d["id"]),
+        "episodes": [h.episode for h in m.search_episodes(user)],
+        "store": [(i.namespace, i.key, i.value, i.created_at, i.updated_at)
+                  for ns in (("profiles", user), ("memories", user), ("cache", user))
+                  for i in m.store.search(ns, limit=100)],
+    }
+
+
+def test_a_user_exported_from_postgresql_imports_into_either_backend_unchanged(pg, make_memory, monkeypatch):
+    # The source is a PostgreSQL database of its own; the target is the test's backend.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the offline extractor and episodes
+    config = MemoryConfig(job_mode="inline", job_backoff_seconds=0.0, max_tokens=400, system_reserve=50,
+                          output_reserve=50)
+    source_url = pg.new_database()
+    try:
+        with _open(source_url, config) as source:
+            source.after_turn("alice", "t1", [HumanMessage("My name is Alice and I live in Lisbon."),
+                                              AIMessage("Noted, Alice.")])
+            for i in range(12):  # enough to evict the first turns: a running summary
+                source.after_turn("alice", "t1", [
+                    HumanMessage(f"Tell me about museum number {i} in the old town and its tiles."),
+                    AIMessage(f"Museum {i} has azulejos from the sixteenth century and a garden."),
+                ])
+            source.after_turn("alice", "t1", [HumanMessage("I moved to Porto last week."), AIMessage("Congratulations!")])
+            source.end_session("alice", "t1")
+            source.after_turn("alice", "t2", [HumanMessage("I prefer trains to planes."), AIMessage("Trains it is.")])
+            source.remember("alice", "user: I prefer window seats", "preference", importance=0.8)
+            source.store.put(("profiles", "alice"), "lang", {"lang": "pt", "text": "speaks Portuguese"})
+            source.store.put(("profiles", "alice"), "plain", {"v": 1}, index=False)
+            source.store.put(("cache", "alice"), "tmp", {"v": 2}, ttl=60)
+            source.store.put(("memories", "alice"), "tiles", {"content": "Alice collects azulejo tiles"})
+            source.after_turn("bob", "tb", [HumanMessage("My name is Bob and I live in Oslo.")])
+            data = source.export_user("alice")
+            before = _readable(source, "alice")
+    finally:
+        pg.recycle(source_url)
+
+    layers = ("threads", "messages", "summaries", "entities", "memories", "episodes", "store_items")
+    assert set(data) == set(layers) and all(data[k] for k in layers), {k: len(v) for k, v in data.items()}
+    assert "bob" not in json.dumps(data).lower()
+    # The entity's attribute history came along: Lisbon superseded by Porto.
+    [alice] = [e for e in data["entities"] if e["name"] == "Alice"]
+    locations = [(a["value"], a["superseded_at"] is not None) for a in alice["attributes"] if a["key"] == "location"]
+    assert locations == [("Lisbon", True), ("Porto", False)]
+    assert {(tuple(i["namespace"]), i["key"], i["indexed"], i["ttl_minutes"] is not None) for i in data["store_items"]} == {
+        (("profiles", "alice"), "lang", True, False), (("profiles", "alice"), "plain", False, False),
+        (("cache", "alice"), "tmp", True, True), (("memories", "alice"), "tiles", False, False),
+    }
+
+    with make_memory(config, embeddings=HashingEmbeddings()) as target:
+        counts = target.import_user("alice", data)
+        assert {k: counts[k] for k in layers} == {k: len(v) for k, v in data.items()}
+        assert target.export_user("alice") == data  # every row of every layer, as exported
+        assert _readable(target, "alice") == before
+        assert target.entity("alice", "alice").attributes["location"] == "Porto"
+        assert [v.value for v in target.entity("alice", "alice").history["location"]] == ["Lisbon", "Porto"]
+        # The vectors were built again on the target: memories, episodes and store items rank.
+        assert [h.entry.content for h in target.search("alice", "window seats", k=1)] == ["user: I prefer window seats"]
+        assert target.search_episodes("alice", "museum azulejos")
+        assert [i.key for i in target.store.search(("profiles", "alice"), query="speaks Portuguese", limit=1)] == ["lang"]
+        # The restored thread is live: the next turn continues its log.
+        target.after_turn("alice", "t2", [HumanMessage("And I work as a nurse.")])
+        assert [m.text for m in target.get_messages("alice", "t2")][-1] == "And I work as a nurse."
+
+
 # --- many processes on one database -------------------------------------------------------------
 
 
@@ -274,3 +346,81 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_the_job_on
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+#: A worker id as a process of another machine writes it (``host:pid:nonce``): this host
+#: cannot tell whether it still runs, so only the end of its lease frees its job.
+ELSEWHERE = "worker-7.elsewhere.example:4242:0badcafe"
+
+
+def test_a_lease_of_a_worker_on_another_host_is_taken_over_only_once_it_expires(make_memory, monkeypatch):
+    # No dead-pid shortcut (``JobRunner._release_dead_workers``) applies to another host's
+    # worker: the other worker here waits for the lease to run out, then finishes the job once.
+    lease = 2.0
+    from langchain_tiered_memory.jobs.runner import dead_worker
+    from langchain_tiered_memory.storage.results import Results
+
+    assert not dead_worker(ELSEWHERE)
+    committed: list[str] = []
+    original = Results.complete_extraction
+
+    def counted(self, job, worker, **kwargs):
+        done = original(self, job, worker, **kwargs)
+        if done:
+            committed.append(worker)
+        return done
+
+    monkeypatch.setattr(Results, "complete_extraction", counted)
+    asked_at: list[float] = []
+    late: list[bool] = []
+    holder: list[TieredMemory] = []
+
+    def answer(messages):
+        asked_at.append(time.time())
+        # The silent worker comes back while the job's new owner waits for its model: its
+        # results are refused (its lease is gone), and it cannot mark the job done.
+        storage = holder[0].storage
+        late.append(storage.results.complete_extraction(
+            job, ELSEWHERE, user_id="u", thread_id="t", entities=[], memories=[], summary=None,
+            extracted_through=1, now="2030-01-01T00:00:00+00:00",
+        ))
+        late.append(storage.jobs.finish(job.id, ELSEWHERE))
+        return turn_tool_call(entities=[entity("Alice", "person", location="Paris")],
+                              memories=[memory("The user lives in Paris.", "fact", 0.8)])
+
+    model = ScriptedChatModel(script=[answer])  # a second call would fail the job
+    config = {"job_lease_seconds": lease, "job_backoff_seconds": 0.0, "llm_timeout_seconds": 1.0}
+
+    # An app process that only journals (the turn's job waits for a worker) ...
+    with make_memory(MemoryConfig(job_mode="external", **config), model=model) as app:
+        app.after_turn("u", "t", [HumanMessage("My name is Alice and I live in Paris.", id="h1"),
+                                  AIMessage("Hello Alice!", id="a1")])
+        # ... and a worker on another machine claims the job, then goes silent mid-job.
+        job = app.storage.jobs.claim(ELSEWHERE, lease, max_attempts=3)
+        assert job is not None and job.kind == "extract"
+        [row] = app.storage.jobs.rows()
+        lease_until = row.lease_until
+        assert (row.status, row.leased_by, row.attempts) == ("running", ELSEWHERE, 1)
+
+    with make_memory(MemoryConfig(job_mode="background", **config), model=model) as other:
+        holder.append(other)
+        assert other._jobs.counts()["running"] == 1  # not "stale": its host may be up
+        # Before the lease runs out, the background worker leaves the job alone.
+        while time.time() < lease_until - 0.3:
+            [row] = other.storage.jobs.rows()
+            assert (row.status, row.leased_by, row.attempts, row.lease_until) == (
+                "running", ELSEWHERE, 1, lease_until), "the job was taken before its lease ran out"
+            assert model.calls == 0
+            time.sleep(0.1)
+        # After, it takes the job over and finishes it, once.
+        assert other.flush(timeout=10)
+        [row] = other.storage.jobs.rows()
+        assert (row.status, row.leased_by, row.attempts) == ("done", other._jobs.worker_id, 2)
+        assert model.calls == 1 and asked_at[0] >= lease_until
+        assert late == [False, False]
+        assert committed == [other._jobs.worker_id]  # the results were committed once, by it
+        assert other.entity("u", "alice").attributes == {"location": "Paris"}
+        assert [m.content for m in other.list_memories("u")] == ["The user lives in Paris."]
+        assert other.flush(timeout=5) and model.calls == 1
+        [row] = other.storage.jobs.rows()
+        assert (row.status, row.leased_by, row.attempts) == ("done", other._jobs.worker_id, 2)

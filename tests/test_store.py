@@ -8,11 +8,15 @@ Three kinds of test:
 - the rest show what only ours does (persistence, TTLs, the memories namespace seen through
   ``memory.search``, semantic search with the real MiniLM model, a real graph) and each
   deliberate difference the ``TieredMemoryStore`` docstring lists, against InMemoryStore.
+
+Ours runs on each relational backend (``conftest.BACKENDS``): SQLite in a directory, and
+PostgreSQL with a qdrant-client in local mode standing in for the Qdrant server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from conftest import BACKENDS
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import (
@@ -40,11 +45,32 @@ from langchain_tiered_memory.embeddings import HashingEmbeddings, MiniLMEmbeddin
 from langchain_tiered_memory.integrations.store import TieredMemoryStore
 
 DIM = 384
+INLINE = MemoryConfig(job_mode="inline")
 NS = [("docs", "alice"), ("docs", "alice", "work"), ("docs", "bob"), ("prefs", "alice"), ("a", "b", "c", "d")]
 
 
-def open_memory(path: Path, embeddings=None) -> TieredMemory:
-    return TieredMemory(path, MemoryConfig(job_mode="inline"), embeddings=embeddings or HashingEmbeddings())
+def open_memory(path: Path) -> TieredMemory:
+    return TieredMemory(path, INLINE, embeddings=HashingEmbeddings())
+
+
+@contextlib.contextmanager
+def fresh_memory(backend: str, pg=None):
+    """A memory on an empty store of ``backend``: a temporary directory (SQLite), or a fresh
+    database of the test cluster ``pg`` with a qdrant-client in local mode (PostgreSQL)."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as tmp, open_memory(Path(tmp)) as memory:
+            yield memory
+        return
+    from qdrant_client import QdrantClient
+
+    url, client = pg.new_database(), QdrantClient(":memory:")
+    try:
+        with TieredMemory(config=INLINE, embeddings=HashingEmbeddings(), database_url=url,
+                          qdrant_client=client) as memory:
+            yield memory
+    finally:
+        client.close()
+        pg.recycle(url)
 
 
 def in_memory_store(embeddings=None, **index) -> InMemoryStore:
@@ -90,19 +116,29 @@ class ReferenceStore(InMemoryStore):
             del self._data[namespace]
 
 
-@pytest.fixture(params=["inmemory", "tiered"])
-def store(request, tmp_path):
+@pytest.fixture(params=["inmemory", *BACKENDS])
+def store(request):
+    """One body, InMemoryStore and ours on each backend."""
     if request.param == "inmemory":
         yield in_memory_store()
         return
-    with open_memory(tmp_path / "m") as memory:
+    pg = request.getfixturevalue("pg") if request.param == "postgresql" else None
+    with fresh_memory(request.param, pg) as memory:
         yield memory.store
 
 
 @pytest.fixture
-def memory(tmp_path):
-    with open_memory(tmp_path / "m") as m:
+def memory(make_memory):
+    """Ours on each backend (conftest's ``make_memory``), jobs inline, hashing embeddings."""
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as m:
         yield m
+
+
+@pytest.fixture
+def fresh(backend, request):
+    """``fresh()`` opens a memory on an empty store of the test's backend, each time."""
+    pg = request.getfixturevalue("pg") if backend == "postgresql" else None
+    return lambda: fresh_memory(backend, pg)
 
 
 @pytest.fixture(scope="module")
@@ -359,7 +395,7 @@ def test_a_value_that_is_not_a_dict_is_refused(store, value):
     assert store.get(("docs",), "k") is None
 
 
-def test_index_fields_config(tmp_path):
+def test_index_fields_config(memory):
     values = {
         "a": {"text": "green tea", "other": "server port"},
         "b": {"text": "server port", "other": "green tea"},
@@ -372,15 +408,14 @@ def test_index_fields_config(tmp_path):
         store.put(("docs",), "d", {"text": "nothing", "other": "green tea pot"}, index=["other"])
         return [normalise(store.search(("docs",), query=q)) for q in ("green tea", "server port", "tea leaves")]
 
-    with open_memory(tmp_path / "m") as memory:
-        for fields in (["text"], ["text", "tags[*]"], ["$"], ["other", "tags[0]"]):
-            ours = run(TieredMemoryStore(memory, index={"fields": fields}))
-            assert ours == run(in_memory_store(fields=fields)), fields
-            if fields == ["text"]:
-                assert ours[0][0][1] == "a" and ours[1][0][1] == "b"
-                assert ours[0][1][1] == "d"  # its own index=["other"]
-            for key in [*values, "d"]:
-                memory.store.delete(("docs",), key)
+    for fields in (["text"], ["text", "tags[*]"], ["$"], ["other", "tags[0]"]):
+        ours = run(TieredMemoryStore(memory, index={"fields": fields}))
+        assert ours == run(in_memory_store(fields=fields)), fields
+        if fields == ["text"]:
+            assert ours[0][0][1] == "a" and ours[1][0][1] == "b"
+            assert ours[0][1][1] == "d"  # its own index=["other"]
+        for key in [*values, "d"]:
+            memory.store.delete(("docs",), key)
 
 
 # --- differential: one sequence, both stores ---------------------------------------------
@@ -505,11 +540,11 @@ def run(store: BaseStore, step):
     return store.list_namespaces(prefix=prefix, suffix=suffix, max_depth=max_depth, limit=limit, offset=offset)
 
 
-def check_sequence(sequence, with_memories: bool) -> None:
+def check_sequence(fresh, sequence, with_memories: bool) -> None:
     reference = ReferenceStore(index={"dims": DIM, "embed": HashingEmbeddings()})
-    with tempfile.TemporaryDirectory() as tmp, open_memory(Path(tmp)) as memory:
+    with fresh() as memory:
         for step in sequence:
-            assert same(reference, memory.store, lambda s: run(s, step))[0] == "ok"  # valid ops only
+            assert same(reference, memory.store, lambda s, step=step: run(s, step))[0] == "ok"  # valid ops only
         prefixes = [("memories", "alice"), ("memories", "bob")] if with_memories else [()]
         for prefix in prefixes:
             assert normalise(memory.store.search(prefix, limit=100)) == normalise(reference.search(prefix, limit=100))
@@ -517,18 +552,21 @@ def check_sequence(sequence, with_memories: bool) -> None:
                 assert item.created_at <= item.updated_at
 
 
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+# ``fresh`` opens a new memory for each example: the function-scoped fixture is not reused.
+@settings(max_examples=30, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(operations(GENERIC_NS, [(), ("docs",), ("docs", "alice"), ("docs", "alice", "work"), ("prefs",), ("a", "b")],
                   [None, "alpha beta", "gamma", "tea port docs"], values))
-def test_random_sequences_on_generic_namespaces(sequence):
-    check_sequence(sequence, with_memories=False)
+def test_random_sequences_on_generic_namespaces(fresh, sequence):
+    check_sequence(fresh, sequence, with_memories=False)
 
 
 _V = {"n": 0, "tag": "even", "nested": {"x": 0}, "list": [0, 0], "words": ""}
 _WORK, _ALICE = ("memories", "alice", "work"), ("memories", "alice")
 
 
-@settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 # Deleting the oldest item of a namespace keeps the namespace's place in a listing.
 @example(sequence=[("put", _WORK, "k0", {**_V, "id": "w0"}, None), ("put", _ALICE, "k0", {**_V, "id": "a0"}, None),
                    ("put", _WORK, "k1", {**_V, "id": "w1"}, None), ("delete", _WORK, "k0"),
@@ -536,8 +574,8 @@ _WORK, _ALICE = ("memories", "alice", "work"), ("memories", "alice")
 @given(operations(MEMORY_NS + [("docs", "alice")],
                   [("memories", "alice"), ("memories", "alice", "work"), ("memories", "bob"), ("docs",)],
                   [None], memory_values))
-def test_random_sequences_on_the_memories_namespace(sequence):
-    check_sequence(sequence, with_memories=True)
+def test_random_sequences_on_the_memories_namespace(fresh, sequence):
+    check_sequence(fresh, sequence, with_memories=True)
 
 
 # --- the memories namespace is the user's long-term memory -------------------------------
@@ -638,13 +676,13 @@ def test_memories_namespace_refusals(memory):
 # --- persistence and TTL (InMemoryStore has neither) -------------------------------------
 
 
-def test_items_persist_across_reopening(tmp_path):
-    with open_memory(tmp_path / "m") as memory:
+def test_items_persist_across_reopening(make_memory):
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         memory.store.put(("cfg",), "theme", {"v": "dark"})
         memory.store.put(("cfg", "x"), "other", {"v": 2})
         memory.store.put(("memories", "alice"), "pref", {"content": "Alice likes jazz"})
         before = [normalise(memory.store.search(p)) for p in [("cfg",), ("memories", "alice")]]
-    with open_memory(tmp_path / "m") as memory:
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         assert [normalise(memory.store.search(p)) for p in [("cfg",), ("memories", "alice")]] == before
         assert memory.store.list_namespaces() == [("cfg",), ("cfg", "x"), ("memories", "alice")]
 
@@ -691,12 +729,12 @@ def test_ttl_config_default_and_no_refresh(memory):
     assert store.get(("memories", "alice"), "m") is not None
 
 
-def test_expired_items_stay_gone_after_reopening(tmp_path):
-    with open_memory(tmp_path / "m") as memory:
+def test_expired_items_stay_gone_after_reopening(make_memory):
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         memory.store.put(("cfg",), "theme", {"v": "dark"})
         memory.store.put(("cfg",), "tmp", {"v": 1}, ttl=0.0005)  # 30 ms
     time.sleep(0.1)
-    with open_memory(tmp_path / "m") as memory:
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         assert memory.store.get(("cfg",), "theme").value == {"v": "dark"}
         assert memory.store.get(("cfg",), "tmp") is None
         assert [i.key for i in memory.store.search(("cfg",))] == ["theme"]
@@ -829,9 +867,9 @@ QUERIES = [
 ]
 
 
-def test_semantic_search_on_generic_items(tmp_path, minilm):
+def test_semantic_search_on_generic_items(make_memory, minilm):
     reference = in_memory_store(minilm, fields=["text"])
-    with open_memory(tmp_path / "m", minilm) as memory:
+    with make_memory(INLINE, embeddings=minilm) as memory:
         ours = TieredMemoryStore(memory, index={"fields": ["text"]})
         for store in (reference, ours):
             for key, text in CORPUS.items():
@@ -844,8 +882,8 @@ def test_semantic_search_on_generic_items(tmp_path, minilm):
             assert normalise(hits) == normalise(reference.search(("notes",), query=query, limit=5))
 
 
-def test_semantic_search_on_the_memories_namespace(tmp_path, minilm):
-    with open_memory(tmp_path / "m", minilm) as memory:
+def test_semantic_search_on_the_memories_namespace(make_memory, minilm):
+    with make_memory(INLINE, embeddings=minilm) as memory:
         ids = {key: str(uuid.uuid4()) for key in CORPUS}
         for key, text in CORPUS.items():
             memory.store.put(("memories", "alice"), ids[key], {"content": text, "area": AREAS[key]})
@@ -897,8 +935,8 @@ def build_graph(store: BaseStore):
     return builder.compile(store=store)
 
 
-def test_a_graph_uses_the_store_through_get_store(tmp_path):
-    with open_memory(tmp_path / "m") as memory:
+def test_a_graph_uses_the_store_through_get_store(make_memory):
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         graph = build_graph(memory.store)
         out = graph.invoke({"user": "alice", "note": "Alice collects vinyl records", "found": []})
         assert out["found"] == ["Alice collects vinyl records", "Alice collects vinyl records"]
@@ -907,6 +945,6 @@ def test_a_graph_uses_the_store_through_get_store(tmp_path):
         assert out["found"][-1] == "Alice plays the cello"  # the note
         assert [h.entry.content for h in memory.search("alice", "cello", k=1)] == ["Alice plays the cello"]
         assert len(memory.search("bob", "cello")) == 0
-    with open_memory(tmp_path / "m") as memory:
+    with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         assert memory.store.get(("notes", "alice"), "last").value == {"text": "Alice plays the cello"}
         assert len(memory.list_memories("alice")) == 2
