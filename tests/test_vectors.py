@@ -162,6 +162,23 @@ def test_age_reorders_equally_relevant_memories(open_memory):
     assert hits[1].parts.decay == pytest.approx(0.8**30)
 
 
+def test_a_short_search_is_the_head_of_a_long_one(open_memory):
+    # Records are read best relevance first and only while one could still rank: the
+    # first k of a search must be what ranking every candidate would put first, though
+    # near-equal matches are reordered by their importance (which only the records hold).
+    memory = open_memory()
+    words = ["apple", "birch", "cedar", "daisy", "elder", "fern", "ginger", "hazel", "iris", "juniper",
+             "kale", "lilac", "maple", "nettle", "olive", "peony", "quince", "rose", "sage", "tulip"]
+    for i, word in enumerate(words):
+        memory.remember("alice", f"user: the garden notebook, page about {word}", importance=(i * 7 % 20) / 20)
+    memory.remember("alice", "user: my sister moved to Porto", importance=1.0)
+    for query in ("garden notebook page", "what is in my garden notes", "where does my sister live"):
+        whole = [(h.entry.id, h.score) for h in memory.search("alice", query, k=40, peek=True)]
+        assert len(whole) > 8 or "sister" in query
+        for k in (1, 3, 8):
+            assert [(h.entry.id, h.score) for h in memory.search("alice", query, k=k, peek=True)] == whole[:k]
+
+
 def test_a_near_duplicate_merges_into_the_existing_memory(open_memory):
     memory = open_memory()
     clock = open_memory.clock
