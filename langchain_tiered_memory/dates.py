@@ -60,11 +60,21 @@ _LOOKS_BACK = re.compile(
 #: After a weekday, a habit ("on Thursday evenings"), not a day.
 _HABIT = re.compile(r"\s+(mornings|afternoons|evenings|nights)\b")
 #: What a statement of how things stand now says: a change ("I've *switched* to tea", "my
-#: *new* phone", "I *stopped* doing archery", "I *no longer* eat meat") or the present
-#: ("*these days* it's chai", "it's my main thing *now*").
+#: *new* phone", "I *stopped* doing archery", "I *no longer* eat meat", "I *took up*
+#: climbing", "*upgraded* to a Pixel") or the present ("*these days* it's chai", "it's my
+#: main thing *now*"). Verbs of change in their usual forms: which ones a person uses to say
+#: that something is different now varies, and a missed one leaves its statement to
+#: similarity alone.
+_CHANGE_VERBS = (
+    r"switch(?:ed|es|ing)?|mov(?:e|ed|es|ing)|chang(?:e|ed|es|ing)|stop(?:ped|s|ping)?|quit(?:s|ting)?|"
+    r"replac(?:e|ed|es|ing)|drop(?:ped|s|ping)?|ditch(?:ed|es|ing)?|swap(?:ped|s|ping)?|"
+    r"upgrad(?:e|ed|es|ing)|start(?:ed|s|ing)?|began|begun|traded in|"
+    r"(?:give|gave|given|giving|take|took|taken|taking|pick|picked|picking) up|"
+    r"(?:get|got|gotten|getting) into"
+)
 _TELLS_CURRENT = re.compile(
-    r"\b(now|nowadays|currently|these days|at the moment|lately|new|switched|switching|moved|changed|"
-    r"change|no longer|anymore|any more|stopped|quit|gave up|took up|replaced|replace|instead|used to)\b",
+    r"\b(now|nowadays|currently|these days|at the moment|at present|lately|recently|new|"
+    r"no longer|anymore|any more|instead|used to|" + _CHANGE_VERBS + r")\b",
     re.IGNORECASE,
 )
 

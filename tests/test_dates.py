@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from langchain_tiered_memory.dates import resolve
+from langchain_tiered_memory.dates import resolve, tells_current
 
 THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
 
@@ -36,3 +36,33 @@ def test_a_time_asked_about_is_resolved(query, start):
 ])
 def test_a_time_that_is_not_asked_about_names_no_span(query):
     assert resolve(query, THURSDAY) is None
+
+
+@pytest.mark.parametrize("text", [
+    "I've switched to oat milk.",
+    "We moved to Ghent in the spring.",
+    "I quit the choir last month.",
+    "I finally upgraded to a ThinkPad X1.",
+    "I took up bouldering.",
+    "Picked up the ukulele over the winter.",
+    "I've gotten into birdwatching.",
+    "Ditched the gym membership, I run outside instead.",
+    "I no longer drink coffee.",
+    "These days it's mostly podcasts on the commute.",
+    "I started a pottery class.",
+    "Dropped the night shifts at the bakery.",
+])
+def test_a_statement_of_a_change_or_of_the_present_is_news(text):
+    assert tells_current(text)
+
+
+@pytest.mark.parametrize("text", [
+    "My sister lives in Ghent.",
+    "We went to the lake on Saturday.",
+    "The pottery class was fun.",
+    "I like oat milk in my tea.",
+    "The train was late again.",
+    "Starters were better than the mains.",  # a word that begins like a verb of change is not one
+])
+def test_a_plain_statement_is_not_news(text):
+    assert not tells_current(text)

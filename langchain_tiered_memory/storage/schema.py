@@ -312,6 +312,12 @@ def _migrate_to_7(db: sqlite_utils.Database) -> None:
     db.execute(REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_8(db: sqlite_utils.Database) -> None:
+    """The ``news`` mark reads more verbs of change ("dropped", "took up", "upgraded",
+    "started"...): every unit's point is written again with it, its vector kept."""
+    db.execute(REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -321,4 +327,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     5: _migrate_to_5,
     6: _migrate_to_6,
     7: _migrate_to_7,
+    8: _migrate_to_8,
 }

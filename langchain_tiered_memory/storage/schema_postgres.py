@@ -180,6 +180,11 @@ def _migrate_to_7(tx: Tx) -> None:
     _run(tx, REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_8(tx: Tx) -> None:
+    """Every unit's point is written again, its ``news`` mark read anew (see ``schema.py``)."""
+    _run(tx, REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -190,4 +195,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     5: _migrate_to_5,
     6: _migrate_to_6,
     7: _migrate_to_7,
+    8: _migrate_to_8,
 }
