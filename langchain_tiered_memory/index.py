@@ -344,15 +344,9 @@ class RecallIndex:
         return removed
 
     def _known(self, grain: str, ids: list[str]) -> set[str]:
-        """The ids among ``ids`` (points of ``grain``) whose record the database has."""
-        storage = self._storage
-        if grain == "fact":
-            return set(storage.memories.get_many(ids))
-        if grain == "session":
-            return set(storage.episodes.get_many(ids))
-        if grain in ("turn", "window"):
-            return set(storage.units.get_many(ids))
-        # Another source's grain: ask it (its texts are of the records it has).
+        """The ids among ``ids`` (points of ``grain``) whose record the database has: the
+        sources of that grain say, as they do for :meth:`sync` (their texts are of the
+        records they have)."""
         known: set[str] = set()
         for source in self._sources:
             if grain in source.grains:
