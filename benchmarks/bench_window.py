@@ -95,7 +95,7 @@ def timed(fn, repeat: int) -> list[float]:
 #: benchmark looks inside; the package's API does not expose these).
 PARTS = (
     ("the query embedding", "langchain_tiered_memory.index", "RecallIndex", "embed_query"),
-    ("index queries (both legs, every grain)", "langchain_tiered_memory.index", "RecallIndex", "candidates"),
+    ("index queries (both legs, every grain)", "langchain_tiered_memory.index", "RecallIndex", "candidates_many"),
     ("ranking (scores, records read)", "langchain_tiered_memory.ranking", "Ranker", "rank"),
     ("memories section (all of recall)", "langchain_tiered_memory.recall", "RecallLayer", "section"),
     ("episodes section", "langchain_tiered_memory.episodes", "EpisodeLayer", "section"),

@@ -29,12 +29,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from . import scoring
+from .backends.records import Where
 from .context import ContextSection, SectionRequest
 from .dates import asks_current, resolve
 from .dialogue import Line, lines_of
 from .entries import MemoryEntry, check_k, check_user
 from .errors import InvalidInputError
-from .index import GRAINS, Candidate, RecallIndex
+from .index import GRAINS, Candidate, Probe, RecallIndex
 from .quotes import Neighbours, quote_evidence
 from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
 from .sentences import sentences_of
@@ -153,35 +154,33 @@ class RecallLayer:
         vector = self._index.embed_query(query)
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
-        found = {
-            c.id: c
-            for c in self._index.candidates(
-                user_id, query, vector, grains=grains, limit=limit, since=since, until=until,
-            )
-        }
+
+        def where(start: datetime | None, end: datetime | None, news: bool = False) -> Where:
+            return self._index.where(user_id, grains, since=start, until=end, news=news)
+
+        # Every search of the question goes to the index in one batch.
+        probes = [Probe(query, vector, where(since, until), limit)]
         if named is not None:
             # Units said then, however far their words are from the question's.
             start = max(named.start - TIME_SLACK, since) if since else named.start - TIME_SLACK
             end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
-            for c in self._index.candidates(user_id, query, vector, grains=grains, limit=limit, since=start, until=end):
-                found.setdefault(c.id, c)
+            probes.append(Probe(query, vector, where(start, end), limit))
         elif asks_current(query):
             # What tells of a change or of the present ("setting up my new OnePlus"), however
             # far its words are from the question's ("which handset do I have now?").
-            for c in self._index.candidates(
-                user_id, query, vector, grains=grains, limit=limit, since=since, until=until, news=True,
-            ):
-                found.setdefault(c.id, c)
+            probes.append(Probe(query, vector, where(since, until, news=True), limit))
+        direct = len(probes)
         for relation, name in self._linked_names(user_id, query):
             # The second hop: the same question about the person the relation names (in a
             # long message, the sentence that names them: cheaper to embed, and on point).
             linked = _about(_naming(query, relation), relation, name)
-            for c in self._index.candidates(
-                user_id, linked, self._index.embed_query(linked), grains=grains, limit=max(20, 2 * k),
-                since=since, until=until,
-            ):
+            probes.append(Probe(linked, self._index.embed_query(linked), where(since, until), max(20, 2 * k)))
+        found: dict[str, Candidate] = {}
+        for n, candidates in enumerate(self._index.candidates_many(probes)):
+            for c in candidates:
                 best = found.get(c.id)
-                if best is None or _strength(c) > _strength(best):
+                # A linked name's search scores a unit by other words: the stronger counts.
+                if best is None or (n >= direct and _strength(c) > _strength(best)):
                     found[c.id] = c
         return self._ranker.rank(user_id, list(found.values()), k, now, named, Asked(query, at), window)
 

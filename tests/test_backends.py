@@ -197,6 +197,28 @@ def test_hybrid_runs_both_legs_under_one_filter(make):
     assert len(dense) == 2 and sparse == []
 
 
+def test_several_searches_in_one_batch_answer_as_each_alone(make):
+    backend = make()
+    pts = [point("green tea every morning"), point("black tea at noon", grain="turn"),
+           point("trains to Kyoto"), point("tea in Kyoto", user="bob")]
+    backend.upsert(pts)
+    tea, kyoto = EMB.embed_query("green tea"), EMB.embed_query("Kyoto")
+    turns = Where(equals={"user": "alice"}, any_of={"grain": ["turn"]})
+    searches = [(tea, "green tea", mine(), 5), (kyoto, "Kyoto", mine(), 5), (tea, "the of", turns, 5)]
+    together = backend.hybrid_many(searches, ("grain",))
+    alone = [backend.hybrid(v, t, w, n, ("grain",)) for v, t, w, n in searches]
+    def as_pairs(legs):
+        return [[(h.id, round(h.score, 5)) for h in leg] for leg in legs]
+
+    assert [as_pairs(legs) for legs in together] == [as_pairs(legs) for legs in alone]
+    assert together[2][1] == [] and [h.id for h in together[2][0]] == [pts[1].id]  # no terms; the filter holds
+    # The dense leg of each (vector, filter) in one batch, without payload by default.
+    only = Where(ids=[pts[0].id, pts[2].id])
+    scored = backend.dense_many([(tea, only, 2), (kyoto, only, 2)])
+    assert [[h.id for h in hits] for hits in scored] == [[pts[0].id, pts[2].id], [pts[2].id, pts[0].id]]
+    assert all(h.payload == {} for hits in scored for h in hits)
+
+
 def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
     # Enough 384-d points (11 MB) for the optimizer to build an indexed segment: a graph
     # walked over the int8 copy, whose finds are rescored with the stored vectors. alice

@@ -231,19 +231,42 @@ class BaseBackend(abc.ABC):
             check_vector(vector, self.dimension), self.vector_name, self.filters.build(where), limit, fields
         )
 
+    def dense_many(
+        self, searches: Sequence[tuple[Sequence[float], Where, int]], fields: Sequence[str] | None = ()
+    ) -> list[list[ScoredRecord]]:
+        """:meth:`dense` of each ``(vector, where, limit)``, in one batch (by default
+        without payload: the ids and cosines are what such a batch is for)."""
+        self._require_vectors()
+        return self._query_many(
+            [(check_vector(v, self.dimension), self.vector_name, self.filters.build(w), n, fields) for v, w, n in searches]
+        )
+
     def hybrid(
         self, vector: Sequence[float], text: str, where: Where, limit: int, fields: Sequence[str] | None = None
     ) -> tuple[list[ScoredRecord], list[ScoredRecord]]:
         """Both legs of one search under one filter: :meth:`dense` of ``vector`` and
         :meth:`sparse` of ``text``, as the engine runs them best together."""
+        return self.hybrid_many([(vector, text, where, limit)], fields)[0]
+
+    def hybrid_many(
+        self, searches: Sequence[tuple[Sequence[float], str, Where, int]], fields: Sequence[str] | None = None
+    ) -> list[tuple[list[ScoredRecord], list[ScoredRecord]]]:
+        """:meth:`hybrid` of each ``(vector, text, where, limit)``, all legs in one batch
+        (one pass of the engine, one round trip to a server)."""
         self._require_vectors()
-        flt = self.filters.build(where)
-        searches: list[Search] = [(check_vector(vector, self.dimension), self.vector_name, flt, limit, fields)]
-        indices, values = bm25_query(text)
-        if indices:
-            searches.append((self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
-        found = self._query_many(searches)
-        return found[0], (found[1] if indices else [])
+        batch: list[Search] = []
+        legs: list[tuple[int, int | None]] = []
+        for vector, text, where, limit in searches:
+            flt = self.filters.build(where)
+            batch.append((check_vector(vector, self.dimension), self.vector_name, flt, limit, fields))
+            dense_at, sparse_at = len(batch) - 1, None
+            indices, values = bm25_query(text)
+            if indices:
+                batch.append((self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
+                sparse_at = len(batch) - 1
+            legs.append((dense_at, sparse_at))
+        found = self._query_many(batch)
+        return [(found[d], found[s] if s is not None else []) for d, s in legs]
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
         """Several :meth:`_query` calls (an engine that batches them overrides this)."""
