@@ -12,7 +12,7 @@ Records are written to the database first with ``indexed = 0``; :meth:`RecallInd
 them in batches, writes their points and marks them. Opening an index that is missing or
 behind its records resets the marks, so it catches up (logged, with its progress); an index
 holding points of records the database does not have (an older ``memory.db`` restored
-beside a newer index) has those points deleted, loudly. Several processes share one
+beside a newer index) has those points deleted, loudly (:mod:`.index_repair`). Several processes share one
 directory: only the one holding the Edge shard runs the index; the others store records
 and leave the indexing to it (:attr:`RecallIndex.unavailable` says why), or all of them
 use a Qdrant server (``qdrant_url=``).
@@ -21,8 +21,6 @@ use a Qdrant server (``qdrant_url=``).
 from __future__ import annotations
 
 import hashlib
-import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -47,13 +45,12 @@ from .errors import (
     TieredMemoryError,
     VectorStoreError,
 )
+from .index_repair import CatchUp, reconcile
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
     from .storage import Storage, Unit
-
-logger = logging.getLogger("langchain_tiered_memory")
 
 __all__ = [
     "COLLECTION",
@@ -91,12 +88,6 @@ EDGE_TUNING: dict[str, Any] = {
 }
 #: A locked shard is tried again after this many seconds (the holder may have closed it).
 RETRY_LOCKED_S = 2.0
-#: Points read per page when the index is checked for points without a record.
-SWEEP_BATCH = 512
-#: A catch-up logs its progress each time this share of its records is done, or this many
-#: records if that is fewer (a rebuild of millions still reports as it goes).
-PROGRESS_SHARE = 0.1
-PROGRESS_EVERY = 10_000
 
 
 def tenant_key(user_id: str) -> str:
@@ -199,7 +190,7 @@ class RecallIndex:
         self._locked_at = 0.0
         self._closed = False
         #: The catch-up under way (records to index after a lost or behind index), if any.
-        self._catching_up: _CatchUp | None = None
+        self._catching_up: CatchUp | None = None
 
     def add_source(self, source: UnitSource) -> None:
         """Register a family of records to index."""
@@ -282,94 +273,13 @@ class RecallIndex:
             return backend
 
     def _catch_up(self, backend: BaseBackend) -> None:
-        """Finish pending forgets, delete points whose record is gone, and rebuild from the
-        records if the index lost points (see the module docs).
-
-        Cheap when the parts agree: a count of the points and of the records. Only when the
-        index holds more points than the database has records are the points read (by page,
-        their ids looked up in the database).
-        """
+        """Bring a just-opened index in line with the database (see :mod:`.index_repair`)."""
         # First: a forget interrupted between the layers leaves points whose records are gone
         # on purpose, and they are not orphans to warn about.
         self.resume_forgets()
-        # "Created by this open" is true once: a second memory on the same directory in this
-        # process is handed the same shared shard, which is whole -- rebuilding it would
-        # re-embed everything (a notebook cell run twice).
-        created = backend.created
-        if created:
-            backend.created = False
-        expected = sum(s.indexed_count() for s in self._sources)
-        points = backend.count()
-        if points > expected and points > expected + self._storage.unindexed_count():
-            # More points than records: some point has no record (each record has one point
-            # at most). The database owns the records; a point is only an index entry.
-            orphans = self._drop_orphans(backend)
-            if orphans:
-                logger.warning(
-                    "the vector index at %s held %d points whose records are not in %s (was an "
-                    "older database restored beside a newer index?); they were deleted, and the "
-                    "index is back in line with the database. To rebuild the index from scratch "
-                    "instead, delete %s while no process uses it: the next open rebuilds it from "
-                    "the database",
-                    backend.location, orphans, self._storage.location, backend.location,
-                )
-                points = backend.count()
-        if points < expected or (created and expected):
-            logger.warning(
-                "the vector index at %s holds %d points for %d indexed records of %s: "
-                "rebuilding it from the database (progress is logged at INFO)",
-                backend.location, points, expected, self._storage.location,
-            )
-            for source in self._sources:
-                source.reset()
-            self._start_catch_up(backend)
-        elif created and not self._storage.is_new:
-            # A new index beside earlier records: the index was lost and its records' marks
-            # reset before it opened (TieredMemory does that when qdrant/ is missing).
-            self._start_catch_up(backend)
-
-    def _drop_orphans(self, backend: BaseBackend) -> int:
-        """Delete the points whose record is not in the database; how many there were.
-
-        Reads the points by page (no vectors) and looks their ids up in the table of their
-        grain, so memory stays bounded by a page. A record added meanwhile is written before
-        its point, so a live record's point is never taken for an orphan.
-        """
-        removed = 0
-        offset: str | None = None
-        while True:
-            page, offset = backend.scroll(Where(), limit=SWEEP_BATCH, offset=offset)
-            by_grain: dict[str, list[str]] = {}
-            for record in page:
-                by_grain.setdefault(str(record.payload.get("grain", "")), []).append(record.id)
-            orphans: list[str] = []
-            for grain, ids in by_grain.items():
-                known = self._known(grain, ids)
-                orphans += [i for i in ids if i not in known]
-            if orphans:
-                backend.delete(orphans)
-                removed += len(orphans)
-            if offset is None or not page:
-                break
-        if removed:
-            backend.flush()
-        return removed
-
-    def _known(self, grain: str, ids: list[str]) -> set[str]:
-        """The ids among ``ids`` (points of ``grain``) whose record the database has: the
-        sources of that grain say, as they do for :meth:`sync` (their texts are of the
-        records they have)."""
-        known: set[str] = set()
-        for source in self._sources:
-            if grain in source.grains:
-                known.update(source.texts(ids))
-        return known
-
-    def _start_catch_up(self, backend: BaseBackend) -> None:
-        """Log the progress of indexing what waits now, as :meth:`sync` writes it."""
-        total = self._storage.unindexed_count()
-        if total:
-            self._catching_up = _CatchUp(backend.location, total)
+        progress = reconcile(backend, self._sources, self._storage)
+        if progress is not None:
+            self._catching_up = progress
 
     def close(self) -> None:
         """Release the collection (the shard goes when its last user in this process closes)."""
@@ -627,39 +537,6 @@ class RecallIndex:
 
 class _IndexLost(VectorStoreError):
     """The index is missing and this memory does not rebuild it (``repair=False``)."""
-
-
-class _CatchUp:
-    """The progress of a catch-up, logged at INFO: a line when it starts, one each time
-    :data:`PROGRESS_SHARE` of it (or :data:`PROGRESS_EVERY` records) is done, one at the end."""
-
-    def __init__(self, location: str, total: int) -> None:
-        self.location = location
-        self.total = total
-        self.done = 0
-        self.started = time.monotonic()
-        self.step = max(1, min(PROGRESS_EVERY, math.ceil(total * PROGRESS_SHARE)))
-        self.next = self.step
-        logger.info("catching up the vector index at %s: 0/%d records to index", location, total)
-
-    def advance(self, n: int) -> None:
-        """``n`` more records were indexed."""
-        self.done += n
-        # Records written meanwhile are indexed by the same passes: the total grows.
-        self.total = max(self.total, self.done)
-        if self.done >= self.next:
-            logger.info(
-                "catching up the vector index at %s: %d/%d records indexed (%d%%)",
-                self.location, self.done, self.total, 100 * self.done // self.total,
-            )
-            self.next = (self.done // self.step + 1) * self.step
-
-    def finish(self) -> None:
-        """Nothing waits any more."""
-        logger.info(
-            "the vector index at %s caught up: %d records indexed in %.1f s",
-            self.location, self.done, time.monotonic() - self.started,
-        )
 
 
 def _candidate(hit: ScoredRecord, dense: float | None, sparse: float | None) -> Candidate:
