@@ -11,8 +11,7 @@ conversation has shape it (bounded, so none can make a non-match relevant):
   behind; a question about how things stand now ("these days", "currently") weighs what was
   said last more, and what tells of a change or of the present ("I've switched to tea",
   "my new phone") more, since such a statement is the answer however far its words are
-  from the question's, and of the hits kept such statements come first, newest first;
-  otherwise newer evidence wins near-ties (``decay`` per day since said);
+  from the question's; otherwise newer evidence wins near-ties (``decay`` per day since said);
 - **asking or telling**: to a question, a unit that is itself a question ("any advice on
   drinking more water?") counts for less: a symmetric embedder finds questions alike by
   their form, but the answer is in what someone said, not in what they asked;
@@ -59,13 +58,6 @@ CURRENT_WEIGHT = 0.3
 #: gets half). Measured on benchmarks/longchat: update recall@10 0.73 → 0.82 over three
 #: seeds, no other kind lower; more than 0.2 gained nothing.
 NEWS_WEIGHT = 0.2
-#: For a question about how things stand now: the hits that tell of a change or of the
-#: present lead the answer, newest first, if their relevance is at least this share of the
-#: best hit's (see :func:`_latest_first`). Measured on benchmarks/longchat: the new value
-#: before the stale one in the ranked evidence of updates 0.77/0.60/0.77 → 0.81/0.68/0.81
-#: (seeds 0-2), recall and the context unchanged (it orders the k hits, never picks them);
-#: at 0.7, 0.81/0.60/0.77.
-LATEST_BAND = 0.5
 #: What relevance keeps when said by the other side of a question's speaker.
 OTHER_SPEAKER = 0.8
 #: What naming a unit's speaker adds (a noisy OR with the relevance).
@@ -204,7 +196,7 @@ class Ranker:
             hits.extend(self._units_of([p for p in chosen if p.unit is not None], weigh))
             hits.sort(key=lambda h: (-h.score, h.at, h.id))
             best = _diverse(hits, k)
-        return _latest_first(best, candidates) if weigh.current else best
+        return best
 
     def _spoken(
         self, user_id: str, by_grain: dict[str, list[Candidate]], weigh: _Weigh, window: tuple[int, int] | None
@@ -284,8 +276,7 @@ class _Weigh:
     named: TimeRange | None
 
     @cached_property
-    def current(self) -> bool:
-        """Whether the query asks how things stand now (and names no other time)."""
+    def _current(self) -> bool:
         return asks_current(self.asked.query) and self.named is None
 
     def recency(self, at: datetime) -> float:
@@ -295,7 +286,7 @@ class _Weigh:
         """``relevance`` of a unit whose people tell of a change or of the present in the
         share ``share`` of their lines: more, for a question about now, if it is a match at
         all (telling news does not make a unit relevant to every such question)."""
-        if not self.current or not isinstance(share, (int, float)) or share <= 0:
+        if not self._current or not isinstance(share, (int, float)) or share <= 0:
             return relevance
         if relevance < self.config.score_threshold:
             return relevance
@@ -303,7 +294,7 @@ class _Weigh:
 
     def timed(self, relevance: float, at: datetime | None) -> float:
         """``relevance`` of a unit said ``at`` (``None``: unknown, so the most it can be)."""
-        if self.current:
+        if self._current:
             return relevance if at is None else relevance * (1.0 - CURRENT_WEIGHT * (1.0 - self.recency(at)))
         named = self.named
         if named is None:
@@ -329,23 +320,6 @@ def _payload_time(payload: dict[str, Any]) -> datetime | None:
     except ValueError:
         return None
     return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)  # stored as UTC
-
-
-def _latest_first(best: list[Hit], candidates: Sequence[Candidate]) -> list[Hit]:
-    """``best`` with the hits that tell of a change or of the present first, newest first,
-    among those within :data:`LATEST_BAND` of the best relevance; the rest keep their order.
-
-    To a question about now, the latest statement of a change is the answer, and what it
-    changed is history: "Unboxing my new Pixel" goes before "switched to a Galaxy last
-    year", although the older one may match the question's words better.
-    """
-    if not best:
-        return best
-    news = {c.id for c in candidates if isinstance(c.payload.get("news"), (int, float)) and c.payload["news"] > 0}
-    floor = LATEST_BAND * max(h.relevance for h in best)
-    lead = sorted((h for h in best if h.id in news and h.relevance >= floor), key=lambda h: h.at, reverse=True)
-    chosen = {id(h) for h in lead}
-    return lead + [h for h in best if id(h) not in chosen]
 
 
 def _diverse(hits: Sequence[Hit], k: int) -> list[Hit]:
