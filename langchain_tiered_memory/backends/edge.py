@@ -7,7 +7,8 @@ Layout of ``path`` (the index passes ``data_dir / "qdrant" / <collection>``)::
     path/shard/            the Qdrant Edge shard (segments, WAL)
 
 Only one process may open a shard: a second one gets :class:`ShardLockedError` before it
-touches a file, instead of the shard's own opaque WAL error (or worse, two writers). Inside
+touches a file, instead of the shard's own opaque WAL error (or worse, two writers; see
+:mod:`.shard_lock`). Inside
 one process, :func:`open_shared` hands every opener of a path the same backend (counted, so
 the last ``close`` closes it): a second memory object on the same directory — a notebook
 cell run twice — shares the shard instead of locking itself out.
@@ -39,7 +40,6 @@ rebuilds its segments.
 from __future__ import annotations
 
 import atexit
-import errno
 import functools
 import json
 import logging
@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ShardLockedError, VectorStoreError
+from ..errors import VectorStoreError
 from .base import BaseBackend, Search
 from .filters import FilterBuilder, iso
 from .records import (
@@ -63,18 +63,13 @@ from .records import (
     Where,
     new_meta,
 )
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+from .shard_lock import lock_shard
 
 logger = logging.getLogger("langchain_tiered_memory")
 
-__all__ = ["EdgeBackend", "FULL_SCAN_KB", "OPTIMIZE_AFTER", "open_shared"]
+__all__ = ["FULL_SCAN_KB", "OPTIMIZE_AFTER", "EdgeBackend", "open_shared"]
 
 META_FILE = "collection.json"
-LOCK_FILE = "LOCK"
 SHARD_DIR = "shard"
 META_FORMAT = 1
 #: Tenants with fewer vector kilobytes than this are searched by exact scan over their
@@ -231,7 +226,7 @@ class EdgeBackend(BaseBackend):
             raise VectorStoreError(f"cannot create the vector directory {self.path}: {exc}") from exc
         if not self.path.is_dir():
             raise VectorStoreError(f"{self.path} exists and is not a directory")
-        self._lock_fd = _lock(self.path)
+        self._lock_fd = lock_shard(self.path)
         try:
             self._meta = self._load_meta()
             self._shard = self._open_shard()
@@ -582,39 +577,3 @@ def _point_id(value: str) -> str:
         return str(uuid.UUID(str(value)))
     except ValueError:
         raise VectorStoreError(f"point ids are UUID strings, got {value!r}") from None
-
-
-def _lock(path: Path) -> int | None:
-    lock_path = path / LOCK_FILE
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise VectorStoreError(f"cannot create the lock file {lock_path}: {exc}") from exc
-    if fcntl is None:  # pragma: no cover - no flock: rely on the shard's own WAL lock
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        try:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-        except OSError:
-            holder = ""
-        os.close(fd)
-        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise VectorStoreError(f"cannot lock {lock_path}: {exc}") from exc
-        raise ShardLockedError(locked_message(path, holder)) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-    return fd
-
-
-def locked_message(path: Path, holder: str = "") -> str:
-    """What :class:`ShardLockedError` says: who holds the shard, and what to do."""
-    who = f"process {holder}" if holder.isdigit() else "another process"
-    return (
-        f"the Qdrant Edge shard in {path} is open in {who}; an embedded shard has one owner "
-        "at a time, so long-term recall runs in that process only. Close the other process, "
-        "give this one its own data_dir, or run a Qdrant server and pass "
-        "TieredMemory(..., qdrant_url='http://…', qdrant_api_key=…) so that several processes "
-        "share the index"
-    )
