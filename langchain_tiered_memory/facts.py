@@ -299,7 +299,7 @@ class FactLayer:
         query = check_query(query)
         types = check_types(memory_types) if memory_types is not None else None
         floor = check_importance(min_importance, "min_importance") if min_importance is not None else None
-        if not query.strip() or not self._storage.memories.any(user_id):
+        if not query.strip() or not self._storage.has_any(user_id, ("memories",)):
             return []
         now = self._now()
         scored = self.rank(user_id, query, k, types, floor, now, include_superseded=include_superseded)

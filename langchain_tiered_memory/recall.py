@@ -57,6 +57,8 @@ DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn", "window")
 #: either) and made before_turn ~0.5 ms faster: fewer points rescored, read and weighed.
 CANDIDATES = 30
 CANDIDATES_PER_RESULT = 2
+#: The table whose rows are the units of each grain.
+_TABLES = {"fact": "memories", "turn": "units", "window": "units", "session": "episodes"}
 #: Names followed from a question's relation words ("my brother") to the entity profiles.
 MAX_LINKED_NAMES = 3
 
@@ -198,18 +200,8 @@ class RecallLayer:
         return names[:MAX_LINKED_NAMES]
 
     def _has_any(self, user_id: str, grains: Sequence[str]) -> bool:
-        # One read, each table probed by its user index ("LIMIT 1", never a count: a user
-        # with 10,000 memories answers as fast as one with a single memory).
-        probes = []
-        if "fact" in grains:
-            probes.append("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1")
-        if {"turn", "window"} & set(grains):
-            probes.append("SELECT 1 FROM units WHERE user_id = ? LIMIT 1")
-        if "session" in grains:
-            probes.append("SELECT 1 FROM episodes WHERE user_id = ? LIMIT 1")
-        sql = " UNION ALL ".join(f"SELECT * FROM ({p}) AS p{i}" for i, p in enumerate(probes)) + " LIMIT 1"
-        with self._storage.db.read() as tx:
-            return tx.one(sql, (user_id,) * len(probes)) is not None
+        tables = [table for grain, table in _TABLES.items() if grain in grains]
+        return self._storage.has_any(user_id, tables)
 
     def _evidence(self, hits: Sequence[Hit], now: datetime, *, peek: bool, explain: bool) -> list[Evidence]:
         from .episodes import Episode

@@ -13,6 +13,7 @@ database implements :class:`~.database.Database` and keeps every layer.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from .checkpoints import Checkpoints
@@ -49,6 +50,9 @@ from .summaries import Summaries
 from .threads import Threads
 from .units import UnitRow, Units
 from .usage import Usage, UsageRow
+
+#: The tables whose rows belong to a user and that recall searches (:meth:`Storage.has_any`).
+USER_TABLES = ("memories", "units", "episodes")
 
 __all__ = [
     "APPLICATION_ID",
@@ -192,6 +196,18 @@ class Storage:
         """Every user with a thread or a memory."""
         with self.db.read() as tx:
             return sorted(tx.column("SELECT user_id FROM threads UNION SELECT user_id FROM memories"))
+
+    def has_any(self, user_id: str, tables: Sequence[str]) -> bool:
+        """Whether the user has a row in any of ``tables`` (of :data:`USER_TABLES`): one
+        read, each table probed by its user index ("LIMIT 1", never a count: a user with
+        10,000 memories answers as fast as one with a single memory)."""
+        unknown = [t for t in tables if t not in USER_TABLES]
+        if unknown or not tables:
+            raise ValueError(f"tables must be some of {USER_TABLES}, got {list(tables)!r}")
+        probes = [f"SELECT 1 FROM {t} WHERE user_id = ? LIMIT 1" for t in dict.fromkeys(tables)]
+        sql = " UNION ALL ".join(f"SELECT * FROM ({p}) AS p{i}" for i, p in enumerate(probes)) + " LIMIT 1"
+        with self.db.read() as tx:
+            return tx.one(sql, (user_id,) * len(probes)) is not None
 
     def unindexed_count(self) -> int:
         """Records waiting for their point in the vector index."""

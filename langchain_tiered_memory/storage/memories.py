@@ -302,11 +302,6 @@ class Memories(Indexed):
                 return int(tx.scalar("SELECT COUNT(*) FROM memories"))
             return int(tx.scalar("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)))
 
-    def any(self, user_id: str) -> bool:
-        """Whether the user has a memory: one index probe, where a count reads every entry."""
-        with self.db.read() as tx:
-            return tx.one("SELECT 1 FROM memories WHERE user_id = ? LIMIT 1", (user_id,)) is not None
-
     def users(self) -> list[str]:
         """Every user with a memory."""
         with self.db.read() as tx:
