@@ -226,10 +226,7 @@ class BaseBackend(abc.ABC):
         """Dense nearest neighbours; the score is the cosine similarity. Each carries the
         payload ``fields`` (all of them by default: naming the few a caller reads makes a
         query cheaper)."""
-        self._require_vectors()
-        return self._query(
-            check_vector(vector, self.dimension), self.vector_name, self.filters.build(where), limit, fields
-        )
+        return self.dense_many([(vector, where, limit)], fields)[0]
 
     def dense_many(
         self, searches: Sequence[tuple[Sequence[float], Where, int]], fields: Sequence[str] | None = ()
