@@ -187,6 +187,30 @@ class TestRules:
             "The user wants to remember to water the plants."
         ]
 
+    @pytest.mark.parametrize("text, memory", [
+        ("Signed up for a whittling club, it's my main thing now.",
+         "The user's hobby is whittling: they joined a whittling club."),
+        ("I joined a local climbing group last month.", "The user's hobby is climbing: they joined a climbing group."),
+        ("We've enrolled in salsa classes!", "The user's hobby is salsa: they joined salsa classes."),
+        ("I took up pottery this spring.", "The user's hobby is pottery: they took it up."),
+        ("I got really into bouldering this year", "The user's hobby is bouldering: they took it up."),
+        ("Setting up my new Galaxy A54, transferring photos takes forever.", "The user has a new Galaxy A54."),
+        ("Unboxing my new Pixel 8 tonight, finally.", "The user has a new Pixel 8."),
+        ("Got a Galaxy S23 to replace my broken phone.",
+         "The user's new phone is a Galaxy S23, replacing their old one."),
+    ])
+    def test_a_pastime_taken_up_or_a_new_thing_had_names_its_kind(self, text, memory):
+        # The kind ("hobby", "phone") is what a later question asks with ("how do I spend my
+        # free time?"), in words the statement does not use.
+        assert memory in memories(turn(text))
+
+    @pytest.mark.parametrize("text", [
+        "I joined a support group for new parents.", "I joined the sales team in May.", "My new job starts Monday.",
+        "My new boss is called Tom.", "Did you join a club?", "I never took up golf.", "My new favourite is chai.",
+    ])
+    def test_what_is_no_pastime_or_new_thing(self, text):
+        assert not [m for m in memories(turn(text)) if "hobby is" in m or "has a new" in m]
+
     def test_health_age_and_experiences(self):
         result = turn("I'm vegan and allergic to peanuts. I'm 34 years old and married.")
         assert entity(result, USER_ENTITY).attributes == {

@@ -169,6 +169,25 @@ def test_a_day_the_message_tells_of_is_not_a_day_it_asks_about(memory):
     assert all("garage" not in e.text for e in evidence[:2])
 
 
+def test_a_pastime_taken_up_is_a_dated_hobby_and_the_newest_comes_first(memory):
+    # "Signed up for a pottery club" never says "hobby", the word the question asks with:
+    # the offline rules' memory does, and names the message it came from.
+    t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
+    said = [(0, "Joined an archery group, they meet on Wednesdays."), (20, "The archery range was packed today."),
+            (30, "Any tips for a rainy weekend?"), (60, "Signed up for a pottery club, it's my main thing now.")]
+    for i, (day, text) in enumerate(said):
+        memory.after_turn("u", f"s{i}", [HumanMessage(text), AIMessage("Noted.")], at=t0 + timedelta(days=day))
+    memory.flush()
+    asked, question = t0 + timedelta(days=70), "What's my main hobby these days?"
+    [first, *rest] = memory.recall("u", question, k=3, grains=["fact"], at=asked)
+    assert first.text.startswith("The user's hobby is pottery") and first.at.date() == (t0 + timedelta(days=60)).date()
+    assert memory.get_messages("u", "s3")[0].id in first.message_ids
+    assert any("archery" in e.text for e in rest)  # kept, behind the newer one
+    block = memory.before_turn("u", "q", query=question, at=asked).memory_block
+    quoted = block[block.index("## memories"):]
+    assert "pottery" in quoted and quoted.index("pottery") < quoted.index("archery")
+
+
 def test_the_memory_block_reads_newest_first_so_an_update_is_met_first(memory):
     t0 = datetime(2025, 1, 10, 9, tzinfo=timezone.utc)
     memory.after_turn("u", "s1", [HumanMessage("My phone is a Fairphone 5, the camera is great."), AIMessage("Nice!")],

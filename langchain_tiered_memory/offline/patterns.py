@@ -17,7 +17,10 @@ _OPENER = (
     r"(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|my|we|we're|our|you|your|"
     r"please|remember|always|never|don't|do not|call|from now on)\b"
 )
-_ELIDED = r"(?:live|lived|work|moved|prefer|like|love|hate|enjoy|dislike|speak|grew|have|am)\b"
+_ELIDED = (
+    r"(?:live|lived|work|moved|prefer|like|love|hate|enjoy|dislike|speak|grew|have|am|joined|"
+    r"signed\s+up|enrolled|took\s+up|got\s+into)\b"
+)
 CLAUSE_SPLIT = re.compile(
     rf"\s*(?:[;:]|,|\s-\s)\s*(?={_OPENER})|\s+(?:and|but|so|because|while|although|though|whereas|or)\s+(?={_OPENER}|{_ELIDED})",
     re.I,
@@ -87,6 +90,8 @@ _RELATIONS = (
     "fiancée", "wife-to-be", "husband-to-be",
 )
 PETS = {"dog", "cat", "pet", "puppy", "kitten", "horse", "parrot", "rabbit", "hamster"}
+#: The relations that are people (a relation rule reads "my new boss Tom", not a thing had).
+PEOPLE = frozenset(_RELATIONS) - PETS
 _REL = (
     r"(?P<rel>(?:(?:older|younger|little|big|baby|best|new|old|ex|elder|twin|step|eldest|youngest)[\s-]+)?"
     r"(?:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r"))"
@@ -179,6 +184,30 @@ R_SPEAK = _rx(rf"{_I}(?i:\s+(?:also\s+)?speak)\s+(?P<obj>.+)")
 R_LEARNING = _rx(rf"{_IM}\s+(?P<verb>(?i:learning|studying|training\s+for|saving\s+for|preparing\s+for|planning\s+to|working\s+on))\s+(?P<obj>.+)")
 R_EXPERIENCE = _rx(
     rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
+)
+#: What people join for a pastime ("a pottery class", "the chess club").
+PASTIME_GROUPS = (
+    "club", "class", "classes", "course", "group", "team", "league", "society", "lessons", "workshop",
+    "meetup", "choir", "band", "crew",
+)
+# "I joined a climbing club", "signed up for pottery classes": a pastime, and a group.
+R_JOINED = _rx(
+    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|finally|also|officially))?\s+"
+    rf"(?:joined|signed\s+up\s+(?:for|to|with)|enrolled\s+in|started\s+going\s+to|started\s+taking))\s+"
+    rf"(?i:(?:a|an|the|my|our|some)\s+)?(?i:(?:local|new|weekly|evening|beginners'?|beginner)\s+)*"
+    rf"(?P<what>[\w'\-]+(?:\s+[\w'\-]+){{0,2}}?)\s+(?P<group>(?i:{_alternation(PASTIME_GROUPS)}))\b"
+)
+# "I took up archery", "we got into bouldering": a pastime begun.
+R_TOOK_UP = _rx(
+    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|finally|also|really))?\s+"
+    rf"(?:took\s+up|taken\s+up|got\s+(?:really\s+)?into|gotten\s+(?:really\s+)?into))\s+(?P<obj>.+)"
+)
+# "my new Pixel 8", "our new place in Vancouver": something the user has now.
+R_MY_NEW = _rx(r"(?i:\b(?:my|our)\s+(?:brand[\s-]+)?new\s+)(?P<obj>.+)")
+# "got a Galaxy S23 to replace my broken phone": what the new thing is, and what it is.
+R_REPLACES = _rx(
+    rf"{_I_OR_WE}?(?i:(?:'ve|\s+have)?\s*(?:just\s+)?(?:got|bought|ordered|picked\s+up|found)\s+(?:a|an|the|my)\s+)"
+    r"(?P<new>.+?)(?i:\s+to\s+replace\s+(?:my|our|the)\s+(?:old\s+|broken\s+|dead\s+|lost\s+|stolen\s+)*)(?P<old>[\w\-]+(?:\s+[\w\-]+)?)"
 )
 R_HABIT = _rx(rf"{_I}\s+(?P<adv>(?i:always|usually|never|often|rarely|normally|generally|typically))\s+(?P<obj>.+)")
 R_HAVE = _rx(rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got))\s+(?P<obj>(?i:a|an|two|three|four|five|\d+)\s+.+)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
@@ -23,6 +23,7 @@ from .patterns import (
     JOB_WORDS,
     LIKE_VERBS,
     MARITAL,
+    PEOPLE,
     PETS,
     PRONOUN_OBJECT,
     QUESTION_START,
@@ -42,19 +43,23 @@ from .patterns import (
     R_IM_A,
     R_INSTRUCTION,
     R_JOB_AS,
+    R_JOINED,
     R_LEARNING,
     R_LIKE,
     R_LOCATION,
     R_LOCATION2,
     R_LOCATION3,
     R_MARITAL,
+    R_MY_NEW,
     R_NAME,
     R_NAME_COMMA_MY,
     R_NAME_IS_MY,
     R_REL_NAMED,
     R_REMEMBER,
     R_REMEMBER_TO,
+    R_REPLACES,
     R_SPEAK,
+    R_TOOK_UP,
     R_WORK_AT,
     instruction_text,
     object_phrase,
@@ -86,6 +91,8 @@ IMPORTANCE: dict[str, float] = {
     "marital": 0.7,
     "experience": 0.6,
     "habit": 0.6,
+    "pastime": 0.6,
+    "possession": 0.6,
     "self": 0.6,
 }
 
@@ -316,6 +323,7 @@ class _Rules:
             perfect = re.search(r"(?i)(?:'ve|\bhave)\s", clause[: m.start("verb")])
             verb = f"has {verb}" if perfect or verb == "been to" else verb
             mem(f"The user {verb} {third_person_object(obj)}", "experience", "experience")
+        self._changes(clause, mem)
         m = R_HABIT.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
             verb_phrase = third_person_object("I " + obj).removeprefix("the user ")
@@ -324,6 +332,57 @@ class _Rules:
         if m and not HAVE_SKIP.match(m.group("obj")):
             if (obj := object_phrase(m.group("obj"))):
                 mem(f"The user has {third_person_object(obj)}", "fact", "self")
+
+    def _changes(self, clause: str, mem: Callable[..., None]) -> None:
+        """What the user took up or has that is new: statements of how things stand now,
+        often said in words far from the questions that ask for them ("signed up for a
+        whittling club" against "how do I spend my free time?"), so the memory names the
+        kind of thing ("hobby", "phone"). No profile attribute: an attribute has no date, so
+        the hobby given up would read as current once the next one is said in words no rule
+        knows ("I've dropped everything else for fly fishing")."""
+        m = R_JOINED.search(clause)
+        if m:
+            what = " ".join(m.group("what").split())
+            group = m.group("group").lower()
+            if what.casefold() not in _NOT_PASTIMES:
+                joined = f"{what} {group}" if group.endswith("s") else with_article(f"{what} {group}")
+                mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
+        m = R_TOOK_UP.search(clause)
+        if m and (obj := _thing(m.group("obj"))):
+            mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
+        m = R_REPLACES.search(clause)
+        if m and (new := _thing(m.group("new"))):
+            old = " ".join(m.group("old").split())
+            mem(f"The user's new {old} is {with_article(new)}, replacing their old one", "fact", "possession")
+            return
+        m = R_MY_NEW.search(clause)
+        if m and (obj := _thing(m.group("obj"))) and obj.split()[0].casefold() not in _NOT_POSSESSIONS | PEOPLE:
+            mem(f"The user has a new {third_person_object(obj)}", "fact", "possession")
+
+
+def _thing(text: str) -> str | None:
+    """The thing a phrase names: up to its first comma, without the times and fillers that
+    follow it ("my new Pixel 8 tonight, finally" → "Pixel 8")."""
+    phrase = object_phrase(text.split(",")[0], 6)
+    phrase = _TRAILING_TIME.sub("", phrase).strip() if phrase else None
+    return phrase or None
+
+
+#: Times and fillers that end a phrase without being part of the thing it names.
+_TRAILING_TIME = re.compile(
+    r"(?:\s+(?:(?:last|this|next|that)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|winter|morning|"
+    r"afternoon|evening|night)|today|tonight|yesterday|finally|again|lately|recently|now|at\s+last|"
+    r"these\s+days|already|too|as\s+well))+$",
+    re.IGNORECASE,
+)
+#: Groups joined for something other than a pastime ("a support group", "the team call").
+_NOT_PASTIMES = frozenset({"support", "study", "project", "sales", "work", "team", "group", "new", "the"})
+#: What "my new …" says that other rules read (a job, a person: ``PEOPLE``), or that is no
+#: thing the user has.
+_NOT_POSSESSIONS = frozenset(
+    {"job", "role", "position", "employer", "company", "year", "week", "month", "day", "favourite", "favorite",
+     "obsession", "thing", "normal", "hobby"}
+)
 
 
 # --------------------------------------------------------------------------- extraction
