@@ -157,6 +157,24 @@ class TestRules:
         rex = entity(turn("I have two kids and a dog named Rex"), "Rex")
         assert rex.type == "other" and rex.attributes == {"relation_to_user": "dog"}
 
+    @pytest.mark.parametrize("text, name, relation", [
+        ("Our neighbour Pedro keeps an eye on the house when we travel.", "Pedro", "neighbour"),
+        ("Our son Leo starts school in September.", "Leo", "son"),
+        ("Right. Beatriz from next door brought us a lasagne when we were sick.", "Beatriz", "neighbour"),
+        ("Yusuf, who lives across the landing, lent us a ladder.", "Yusuf", "neighbour"),
+        ("Tom from work is moving to Berlin.", "Tom", "coworker"),
+    ])
+    def test_a_household_and_where_someone_is_known_from_say_the_relation(self, text, name, relation):
+        # "our" is a household's; "from next door" names a neighbour without the word that a
+        # question would use ("who lives beside me?" is nearer "the user's neighbour is Pedro").
+        result = turn(text)
+        assert entity(result, name).attributes == {"relation_to_user": relation}
+        assert f"The user's {relation} is {name}." in memories(result)
+
+    @pytest.mark.parametrize("text", ["Someone from work called me.", "The guy from next door is loud."])
+    def test_no_one_named_is_no_relation(self, text):
+        assert memories(turn(text)) == []
+
     def test_instruction(self):
         result = turn("Always answer in French.")
         assert [(m.content, m.memory_type, m.importance) for m in result.memories] == [

@@ -17,7 +17,8 @@ pattern (examples)                            result                       impor
 "I work as a X", "I'm a X at Y", "work at Y"  user ``job`` / ``employer``  0.8
 "I'm 34 (years old)"                          user ``age``                 0.8
 "I'm vegan", "I'm allergic to X"              user ``diet`` / ``allergies``  0.8
-"my wife/boss/friend … (is/named) X"          person X, ``relation_to_user``  0.7
+"my/our wife/boss/friend … (is/named) X"      person X, ``relation_to_user``  0.7
+"X from next door", "X from work"             person X, neighbour / coworker  0.7
 "I like/love/enjoy/prefer X", "my favourite"  preference, user ``likes``   0.7
 "I hate/dislike/can't stand/don't like X"     preference, user ``dislikes``  0.7
 "I'm married/single …"                        user ``marital_status``      0.7

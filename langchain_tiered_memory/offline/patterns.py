@@ -169,8 +169,15 @@ R_HEALTH = _rx(rf"{_IM_AND}(?P<cond>(?i:{_alternation(sorted(HEALTH))}))\b")
 R_ALLERGY = _rx(rf"(?:{_IM_AND}(?i:(?:very\s+|severely\s+|deathly\s+)?allergic\s+to)|(?i:\bi\s+have\s+an?\s+(?:\w+\s+)?allergy\s+to))\s+(?P<what>.+)")
 R_MARITAL = _rx(rf"{_IM_AND}(?P<status>(?i:{_alternation(sorted(MARITAL))}))\b")
 R_REL_NAMED = _rx(
-    rf"(?i:\bmy\s+){_REL}(?:(?i:'s\s+name\s+is|\s+is\s+called|\s+is\s+named|,?\s+(?:who\s+is\s+)?(?:called|named)|\s+is)\s+|,?\s+)(?P<name>{_NAME})\b"
+    rf"(?i:\b(?:my|our)\s+){_REL}(?:(?i:'s\s+name\s+is|\s+is\s+called|\s+is\s+named|,?\s+(?:who\s+is\s+)?(?:called|named)|\s+is)\s+|,?\s+)(?P<name>{_NAME})\b"
 )
+# "Beatriz from next door", "Tom from work": a person named by where the user knows them from.
+R_NAME_FROM = _rx(
+    rf"(?<![\w'])(?P<name>{_NAME}),?\s+(?i:(?:from|who\s+lives|that\s+lives|living)\s+)"
+    r"(?P<rel>(?i:next\s+door|across\s+the\s+(?:hall|landing|street)|work))\b"
+)
+#: The relation each place of :data:`R_NAME_FROM` says.
+RELATION_OF_PLACE = {"work": "coworker"}  # the rest: next door, across the hall... a neighbour
 R_HAVE_REL = _rx(
     rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got)\b.*?\b(?:a|an|one|two|three|\d+)\s+){_REL}(?i:s?\s+(?:named|called))\s+(?P<name>{_NAME})\b"
 )

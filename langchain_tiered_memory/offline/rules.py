@@ -53,6 +53,7 @@ from .patterns import (
     R_MY_NEW,
     R_NAME,
     R_NAME_COMMA_MY,
+    R_NAME_FROM,
     R_NAME_IS_MY,
     R_REL_NAMED,
     R_REMEMBER,
@@ -61,6 +62,7 @@ from .patterns import (
     R_SPEAK,
     R_TOOK_UP,
     R_WORK_AT,
+    RELATION_OF_PLACE,
     instruction_text,
     object_phrase,
     person_name,
@@ -276,11 +278,13 @@ class _Rules:
             f.add_attr("marital_status", status)
             mem(f"The user is {status}", "fact", "marital", "user marital status")
 
-        for rx in (R_REL_NAMED, R_HAVE_REL, R_NAME_IS_MY):
+        for rx in (R_REL_NAMED, R_HAVE_REL, R_NAME_IS_MY, R_NAME_FROM):
             for m in rx.finditer(clause):
                 rel = " ".join(m.group("rel").lower().split())
+                if rx is R_NAME_FROM:
+                    rel = RELATION_OF_PLACE.get(rel, "neighbour")
                 name = person_name(m.group("name"))
-                if not name:
+                if not name or name.casefold() in _NOT_PEOPLE:
                     continue
                 name = self.name(name)
                 base = rel.split()[-1].split("-")[-1]
@@ -375,6 +379,9 @@ _TRAILING_TIME = re.compile(
     r"these\s+days|already|too|as\s+well))+$",
     re.IGNORECASE,
 )
+#: Words that stand where a name would and name no one ("someone from work").
+_NOT_PEOPLE = frozenset({"someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody", "people",
+                         "guys", "folks", "they", "he", "she", "we", "i"})
 #: Groups joined for something other than a pastime ("a support group", "the team call").
 _NOT_PASTIMES = frozenset({"support", "study", "project", "sales", "work", "team", "group", "new", "the"})
 #: What "my new …" says that other rules read (a job, a person: ``PEOPLE``), or that is no
