@@ -222,6 +222,15 @@ class TestRules:
         # free time?"), in words the statement does not use.
         assert memory in memories(turn(text))
 
+    @pytest.mark.parametrize("text, memory", [
+        ("I'm learning Spanish.", "The user is learning Spanish."),
+        ("I've been learning the sitar since January, my neighbours must love me.",
+         "The user has been learning the sitar."),
+        ("I have been studying Japanese for a year.", "The user has been studying Japanese for a year."),
+    ])
+    def test_what_the_user_is_learning_in_either_tense(self, text, memory):
+        assert memories(turn(text)) == [memory]
+
     @pytest.mark.parametrize("text", [
         "I joined a support group for new parents.", "I joined the sales team in May.", "My new job starts Monday.",
         "My new boss is called Tom.", "Did you join a club?", "I never took up golf.", "My new favourite is chai.",

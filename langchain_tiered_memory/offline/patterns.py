@@ -188,7 +188,11 @@ R_LIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(L
 R_DISLIKE = _rx(rf"{_I}(?:\s+|(?='))(?i:{_INTENS})(?P<verb>(?i:{_alternation(list(DISLIKE_VERBS))}))\s+(?P<obj>.+)")
 R_FAVOURITE = _rx(r"(?i:\bmy\s+(?:absolute\s+)?favou?rite\s+)(?P<what>[a-z][\w\-]*(?:\s+[a-z][\w\-]*)?)(?i:\s+is|\s+are|'s)\s+(?P<obj>.+)")
 R_SPEAK = _rx(rf"{_I}(?i:\s+(?:also\s+)?speak)\s+(?P<obj>.+)")
-R_LEARNING = _rx(rf"{_IM}\s+(?P<verb>(?i:learning|studying|training\s+for|saving\s+for|preparing\s+for|planning\s+to|working\s+on))\s+(?P<obj>.+)")
+# "I'm learning Spanish", "I've been learning the sitar since January".
+R_LEARNING = _rx(
+    rf"(?:{_IM}|(?P<perfect>{_I}(?i:(?:'ve|\s+have)\s+been)))\s+(?P<verb>(?i:learning|studying|practi[sc]ing|"
+    r"training\s+for|saving\s+for|preparing\s+for|planning\s+to|working\s+on))\s+(?P<obj>.+)"
+)
 R_EXPERIENCE = _rx(
     rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
 )

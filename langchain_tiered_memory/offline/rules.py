@@ -320,7 +320,7 @@ class _Rules:
         m = R_LEARNING.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
             verb = " ".join(m.group("verb").lower().split())
-            mem(f"The user is {verb} {third_person_object(obj)}", "fact", "self")
+            mem(f"The user {'has been' if m.group('perfect') else 'is'} {verb} {third_person_object(obj)}", "fact", "self")
         m = R_EXPERIENCE.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
             verb = " ".join(m.group("verb").lower().split())
