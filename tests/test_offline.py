@@ -131,6 +131,8 @@ class TestRules:
             "The user works as a teacher at Lincoln High School."
         ]
         assert entity(turn("I work at Acme Corp"), "Acme Corp").type == "organization"
+        # The word a question asks with ("who is my current employer?") is in the memory.
+        assert memories(turn("I work at Acme Corp")) == ["The user works at Acme Corp, their employer."]
         assert memories(turn("I work for myself")) == []
         # A new job says who the employer is now; "started at the gym" names none.
         offer = turn("Big news: I accepted an offer from Stark Logistics! Handing in my notice tomorrow.")

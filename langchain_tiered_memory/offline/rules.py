@@ -252,7 +252,9 @@ class _Rules:
         elif job:
             mem(f"The user works as {with_article(job)}", "fact", "job", "user job")
         elif org_name:
-            mem(f"The user works at {org_name}", "fact", "employer", "user employer")
+            # "their employer" is the word a question asks with ("who is my current employer?":
+            # cosine 0.35 on average over six ways of asking, 0.22 without it).
+            mem(f"The user works at {org_name}, their employer", "fact", "employer", "user employer")
 
         m = R_AGE.search(clause) or R_AGE2.search(clause)
         if m and 0 < int(m.group("age")) < 125:
