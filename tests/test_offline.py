@@ -211,7 +211,10 @@ class TestRules:
         ("Signed up for a whittling club, it's my main thing now.",
          "The user's hobby is whittling: they joined a whittling club."),
         ("I joined a local climbing group last month.", "The user's hobby is climbing: they joined a climbing group."),
-        ("We've enrolled in salsa classes!", "The user's hobby is salsa: they joined salsa classes."),
+        ("We've enrolled in salsa classes!", "The user is learning salsa: they signed up for salsa classes."),
+        ("I signed up for a pottery class that starts next month.",
+         "The user is learning pottery: they signed up for a pottery class."),
+        ("I got into running this year.", "The user's hobby is running: they took it up."),
         ("I took up pottery this spring.", "The user's hobby is pottery: they took it up."),
         ("I got really into bouldering this year", "The user's hobby is bouldering: they took it up."),
         ("Setting up my new Galaxy A54, transferring photos takes forever.", "The user has a new Galaxy A54."),
@@ -236,9 +239,10 @@ class TestRules:
     @pytest.mark.parametrize("text", [
         "I joined a support group for new parents.", "I joined the sales team in May.", "My new job starts Monday.",
         "My new boss is called Tom.", "Did you join a club?", "I never took up golf.", "My new favourite is chai.",
+        "I got into Oxford!", "We got into a fight.", "I took up the offer from Acme.", "I took up his suggestion.",
     ])
     def test_what_is_no_pastime_or_new_thing(self, text):
-        assert not [m for m in memories(turn(text)) if "hobby is" in m or "has a new" in m]
+        assert not [m for m in memories(turn(text)) if "hobby is" in m or "has a new" in m or "is learning" in m]
 
     def test_health_age_and_experiences(self):
         result = turn("I'm vegan and allergic to peanuts. I'm 34 years old and married.")

@@ -19,7 +19,7 @@ _OPENER = (
 )
 _ELIDED = (
     r"(?:live|lived|work|moved|prefer|like|love|hate|enjoy|dislike|speak|grew|have|am|joined|"
-    r"signed\s+up|enrolled|took\s+up|got\s+into)\b"
+    r"signed\s+up|enrolled|took\s+up)\b"
 )
 CLAUSE_SPLIT = re.compile(
     rf"\s*(?:[;:]|,|\s-\s)\s*(?={_OPENER})|\s+(?:and|but|so|because|while|although|though|whereas|or)\s+(?={_OPENER}|{_ELIDED})",
@@ -196,22 +196,22 @@ R_LEARNING = _rx(
 R_EXPERIENCE = _rx(
     rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
 )
-#: What people join for a pastime ("a pottery class", "the chess club").
-PASTIME_GROUPS = (
-    "club", "class", "classes", "course", "group", "team", "league", "society", "lessons", "workshop",
-    "meetup", "choir", "band", "crew",
-)
+#: What people join for a pastime ("the chess club"), and to learn something ("a pottery class").
+PASTIME_GROUPS = ("club", "group", "team", "league", "society", "meetup", "choir", "band", "crew")
+LEARNING_GROUPS = ("class", "classes", "course", "courses", "lessons", "workshop", "workshops")
 # "I joined a climbing club", "signed up for pottery classes": a pastime, and a group.
 R_JOINED = _rx(
     rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|finally|also|officially))?\s+"
     rf"(?:joined|signed\s+up\s+(?:for|to|with)|enrolled\s+in|started\s+going\s+to|started\s+taking))\s+"
     rf"(?i:(?:a|an|the|my|our|some)\s+)?(?i:(?:local|new|weekly|evening|beginners'?|beginner)\s+)*"
-    rf"(?P<what>[\w'\-]+(?:\s+[\w'\-]+){{0,2}}?)\s+(?P<group>(?i:{_alternation(PASTIME_GROUPS)}))\b"
+    rf"(?P<what>[\w'\-]+(?:\s+[\w'\-]+){{0,2}}?)\s+(?P<group>(?i:{_alternation(PASTIME_GROUPS + LEARNING_GROUPS)}))\b"
 )
 # "I took up archery", "we got into bouldering": a pastime begun.
 R_TOOK_UP = _rx(
     rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|finally|also|really))?\s+"
-    rf"(?:took\s+up|taken\s+up|got\s+(?:really\s+)?into|gotten\s+(?:really\s+)?into))\s+(?P<obj>.+)"
+    # "got into" alone is as often a university or trouble: only "really into", or an activity.
+    rf"(?:took\s+up|taken\s+up|got\s+really\s+into|gotten\s+really\s+into|got\s+into(?=\s+\w+ing\b)|"
+    rf"gotten\s+into(?=\s+\w+ing\b)))\s+(?P<obj>.+)"
 )
 # "my new Pixel 8", "our new place in Vancouver": something the user has now.
 R_MY_NEW = _rx(r"(?i:\b(?:my|our)\s+(?:brand[\s-]+)?new\s+)(?P<obj>.+)")

@@ -21,6 +21,7 @@ from .patterns import (
     HEALTH,
     IM_ADVERBS,
     JOB_WORDS,
+    LEARNING_GROUPS,
     LIKE_VERBS,
     MARITAL,
     PEOPLE,
@@ -351,10 +352,14 @@ class _Rules:
             what = " ".join(m.group("what").split())
             group = m.group("group").lower()
             if what.casefold() not in _NOT_PASTIMES:
-                joined = f"{what} {group}" if group.endswith("s") else with_article(f"{what} {group}")
-                mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
+                plural = group.endswith("s") and not group.endswith("ss")  # "classes", not "class"
+                joined = f"{what} {group}" if plural else with_article(f"{what} {group}")
+                if group in LEARNING_GROUPS:
+                    mem(f"The user is learning {what}: they signed up for {joined}", "fact", "pastime")
+                else:
+                    mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
         m = R_TOOK_UP.search(clause)
-        if m and (obj := _thing(m.group("obj"))):
+        if m and (obj := _thing(m.group("obj"))) and not _NOT_TAKEN_UP.match(obj):
             mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
         m = R_REPLACES.search(clause)
         if m and (new := _thing(m.group("new"))):
@@ -384,6 +389,11 @@ _TRAILING_TIME = re.compile(
 #: Words that stand where a name would and name no one ("someone from work").
 _NOT_PEOPLE = frozenset({"someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody", "people",
                          "guys", "folks", "they", "he", "she", "we", "i"})
+#: What is taken up that is no pastime ("took up the offer", "took up his suggestion").
+_NOT_TAKEN_UP = re.compile(
+    r"(?i)^(?:(?:his|her|their|your|its|this|that|these|those|an?)\b|(?:the\s+)?(?:offer|suggestion|invitation|"
+    r"idea|challenge|space|room|time|issue|matter|case|position|post|role|job|cause|slack)\b)"
+)
 #: Groups joined for something other than a pastime ("a support group", "the team call").
 _NOT_PASTIMES = frozenset({"support", "study", "project", "sales", "work", "team", "group", "new", "the"})
 #: What "my new …" says that other rules read (a job, a person: ``PEOPLE``), or that is no
