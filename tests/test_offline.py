@@ -219,6 +219,12 @@ class TestRules:
         ("I got really into bouldering this year", "The user's hobby is bouldering: they took it up."),
         ("Setting up my new Galaxy A54, transferring photos takes forever.", "The user has a new Galaxy A54."),
         ("Unboxing my new Pixel 8 tonight, finally.", "The user has a new Pixel 8."),
+        # The thing ends where the sentence goes on about it.
+        ("My new phone is amazing.", "The user has a new phone."),
+        ("Our new place in Lisbon was a bargain.", "The user has a new place in Lisbon."),
+        ("My new Pixel 8 arrived today.", "The user has a new Pixel 8."),
+        ("my new glasses are scratched", "The user has new glasses."),
+        ("I took up pottery and it's great", "The user's hobby is pottery: they took it up."),
         ("Got a Galaxy S23 to replace my broken phone.",
          "The user's new phone is a Galaxy S23, replacing their old one."),
     ])

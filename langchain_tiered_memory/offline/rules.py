@@ -368,15 +368,34 @@ class _Rules:
             return
         m = R_MY_NEW.search(clause)
         if m and (obj := _thing(m.group("obj"))) and obj.split()[0].casefold() not in _NOT_POSSESSIONS | PEOPLE:
-            mem(f"The user has a new {third_person_object(obj)}", "fact", "possession")
+            last = obj.split()[-1]
+            plural = last.islower() and last.endswith("s") and not last.endswith("ss")  # "new glasses"
+            mem(f"The user has {'' if plural else 'a '}new {third_person_object(obj)}", "fact", "possession")
 
 
 def _thing(text: str) -> str | None:
-    """The thing a phrase names: up to its first comma, without the times and fillers that
-    follow it ("my new Pixel 8 tonight, finally" → "Pixel 8")."""
+    """The thing a phrase names: up to its first comma or the verb that follows it, without
+    the times and fillers after it ("my new Pixel 8 tonight, finally" → "Pixel 8"; "my new
+    flat has a balcony" → "flat")."""
     phrase = object_phrase(text.split(",")[0], 6)
-    phrase = _TRAILING_TIME.sub("", phrase).strip() if phrase else None
+    if not phrase:
+        return None
+    words = phrase.split()
+    end = next((i for i, w in enumerate(words) if i and (_PREDICATE.match(w) or _PAST.match(w))), len(words))
+    phrase = _TRAILING_TIME.sub("", " ".join(words[:end])).strip()
     return phrase or None
+
+
+#: Words that end the name of a thing: a verb or what joins a clause to it ("my new phone
+#: *is* amazing", "pottery *and* it's great").
+_PREDICATE = re.compile(
+    r"(?i)^(?:is|are|was|were|be|been|'s|has|have|had|does|do|did|will|would|can|could|should|shall|may|might|"
+    r"must|arrived|arrives|broke|breaks|came|comes|got|gets|looks|feels|felt|seems|needs|costs?|makes|made|"
+    r"takes|took|keeps|kept|goes|went|works|runs|ran|sounds|just|already|still|really|so|and|but|or|that|"
+    r"which|who|because|it|it's)$"
+)
+#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name.
+_PAST = re.compile(r"(?i)^[a-z]{3,}ed$")
 
 
 #: Times and fillers that end a phrase without being part of the thing it names.
