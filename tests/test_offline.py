@@ -164,7 +164,7 @@ class TestRules:
         ("Our son Leo starts school in September.", "Leo", "son"),
         ("Right. Beatriz from next door brought us a lasagne when we were sick.", "Beatriz", "neighbour"),
         ("Yusuf, who lives across the landing, lent us a ladder.", "Yusuf", "neighbour"),
-        ("Tom from work is moving to Berlin.", "Tom", "coworker"),
+        ("I had coffee with Tom from work.", "Tom", "coworker"),
     ])
     def test_a_household_and_where_someone_is_known_from_say_the_relation(self, text, name, relation):
         # "our" is a household's; "from next door" names a neighbour without the word that a
@@ -173,7 +173,12 @@ class TestRules:
         assert entity(result, name).attributes == {"relation_to_user": relation}
         assert f"The user's {relation} is {name}." in memories(result)
 
-    @pytest.mark.parametrize("text", ["Someone from work called me.", "The guy from next door is loud."])
+    @pytest.mark.parametrize("text", [
+        "Someone from work called me.", "The guy from next door is loud.",
+        # A capitalised word opening a sentence is no name by itself: a person does something.
+        "Noise from next door kept me up all night.", "Calls from work never stop.", "Greetings from work!",
+        "Music from next door is so loud.", "Builders from next door started at 7am.",
+    ])
     def test_no_one_named_is_no_relation(self, text):
         assert memories(turn(text)) == []
 

@@ -19,6 +19,7 @@ pattern (examples)                            result                       impor
 "I'm vegan", "I'm allergic to X"              user ``diet`` / ``allergies``  0.8
 "my/our wife/boss/friend … (is/named) X"      person X, ``relation_to_user``  0.7
 "X from next door", "X from work"             person X, neighbour / coworker  0.7
+  (opening a sentence: only if X then does something, "… brought us a lasagne")
 "I like/love/enjoy/prefer X", "my favourite"  preference, user ``likes``   0.7
 "I hate/dislike/can't stand/don't like X"     preference, user ``dislikes``  0.7
 "I'm married/single …"                        user ``marital_status``      0.7

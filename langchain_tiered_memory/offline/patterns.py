@@ -176,6 +176,17 @@ R_NAME_FROM = _rx(
     rf"(?<![\w'])(?P<name>{_NAME}),?\s+(?i:(?:from|who\s+lives|that\s+lives|living)\s+)"
     r"(?P<rel>(?i:next\s+door|across\s+the\s+(?:hall|landing|street)|work))\b"
 )
+#: After "X from next door" at the start of a sentence, what a person does ("Beatriz from next
+#: door *brought* us a lasagne"), unlike noise, calls or builders ("Noise from next door kept
+#: me up"): a capitalised first word is not a name by itself.
+PERSON_DEED = re.compile(
+    r"(?i)^\s*(?:(?:just|finally|always|also|kindly|once|sometimes)\s+)?(?:brought|brings|lent|lends|gave|gives|"
+    r"sent|sends|said|says|told|tells|asked|asks|invited|invites|helped|helps|texted|messaged|rang|called\s+me|"
+    r"came\s+over|comes\s+over|dropped\s+by|drops\s+by|popped\s+(?:over|round|by)|cooked|cooks|baked|bakes|"
+    r"fed|feeds|watered|waters|mentioned|recommended|recommends|offered|offers|borrowed|borrows|knocked|waved|"
+    r"introduced|keeps\s+an\s+eye|kept\s+an\s+eye|looks\s+after|looked\s+after|takes\s+care|took\s+care|"
+    r"visited|visits|joined|hosted|hosts|threw|throws|organised|organized|married|adopted)\b"
+)
 #: The relation each place of :data:`R_NAME_FROM` says.
 RELATION_OF_PLACE = {"work": "coworker"}  # the rest: next door, across the hall... a neighbour
 R_HAVE_REL = _rx(

@@ -25,6 +25,7 @@ from .patterns import (
     LIKE_VERBS,
     MARITAL,
     PEOPLE,
+    PERSON_DEED,
     PETS,
     PRONOUN_OBJECT,
     QUESTION_START,
@@ -286,6 +287,11 @@ class _Rules:
                 rel = " ".join(m.group("rel").lower().split())
                 if rx is R_NAME_FROM:
                     rel = RELATION_OF_PLACE.get(rel, "neighbour")
+                    opens = not clause[: m.start("name")].strip()
+                    said_from = " from " in m.group(0).casefold()
+                    known = m.group("name").casefold() in self.canon
+                    if opens and said_from and not known and not PERSON_DEED.match(clause[m.end():]):
+                        continue  # "Noise from next door kept me up": no one named
                 name = person_name(m.group("name"))
                 if not name or name.casefold() in _NOT_PEOPLE:
                     continue
