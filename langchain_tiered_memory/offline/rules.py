@@ -365,7 +365,7 @@ class _Rules:
                 else:
                     mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
         m = R_TOOK_UP.search(clause)
-        if m and (obj := _thing(m.group("obj"))) and not _NOT_TAKEN_UP.match(obj):
+        if m and (obj := _thing(m.group("obj"), pastime=True)) and not _NOT_TAKEN_UP.match(obj):
             mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
         m = R_REPLACES.search(clause)
         if m and (new := _thing(m.group("new"))):
@@ -379,7 +379,7 @@ class _Rules:
             mem(f"The user has {'' if plural else 'a '}new {third_person_object(obj)}", "fact", "possession")
 
 
-def _thing(text: str) -> str | None:
+def _thing(text: str, *, pastime: bool = False) -> str | None:
     """The thing a phrase names: up to its first comma or the verb that follows it, without
     the times and fillers after it ("my new Pixel 8 tonight, finally" → "Pixel 8"; "my new
     flat has a balcony" → "flat")."""
@@ -387,7 +387,8 @@ def _thing(text: str) -> str | None:
     if not phrase:
         return None
     words = phrase.split()
-    end = next((i for i, w in enumerate(words) if i and (_PREDICATE.match(w) or _PAST.match(w))), len(words))
+    ends = (_PREDICATE, _PAST) if pastime else (_PREDICATE, _PAST, _PREPOSITION)
+    end = next((i for i, w in enumerate(words) if i and any(p.match(w) for p in ends)), len(words))
     phrase = _TRAILING_TIME.sub("", " ".join(words[:end])).strip()
     return phrase or None
 
@@ -400,8 +401,12 @@ _PREDICATE = re.compile(
     r"takes|took|keeps|kept|goes|went|works|runs|ran|sounds|just|already|still|really|so|and|but|or|that|"
     r"which|who|because|it|it's)$"
 )
-#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name.
-_PAST = re.compile(r"(?i)^[a-z]{3,}ed$")
+#: Prepositions other than "in" also end the name of an object ("my new bike *from* the
+#: shop"; "our new place in Lisbon" keeps its place), not of a pastime ("going to the gym").
+_PREPOSITION = re.compile(r"(?i)^(?:from|for|to|by|with|on|off|at|into|onto|about|after|before|since|than|like)$")
+#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name
+#: ("speed", "breed" are).
+_PAST = re.compile(r"(?i)^(?![a-z]*eed$)[a-z]{3,}ed$")
 
 
 #: Times and fillers that end a phrase without being part of the thing it names.
