@@ -304,3 +304,56 @@ def person_name(text: str) -> str | None:
     return " ".join(words) or None
 
 
+def thing_phrase(text: str, *, pastime: bool = False) -> str | None:
+    """The thing a phrase names: up to its first comma or the verb that follows it, without
+    the times and fillers after it ("my new Pixel 8 tonight, finally" → "Pixel 8"; "my new
+    flat has a balcony" → "flat")."""
+    phrase = object_phrase(text.split(",")[0], 6)
+    if not phrase:
+        return None
+    words = phrase.split()
+    ends = (_PREDICATE, _PAST) if pastime else (_PREDICATE, _PAST, _PREPOSITION)
+    end = next((i for i, w in enumerate(words) if i and any(p.match(w) for p in ends)), len(words))
+    phrase = _TRAILING_TIME.sub("", " ".join(words[:end])).strip()
+    return phrase or None
+
+
+#: Words that end the name of a thing: a verb or what joins a clause to it ("my new phone
+#: *is* amazing", "pottery *and* it's great").
+_PREDICATE = re.compile(
+    r"(?i)^(?:is|are|was|were|be|been|'s|has|have|had|does|do|did|will|would|can|could|should|shall|may|might|"
+    r"must|arrived|arrives|broke|breaks|came|comes|got|gets|looks|feels|felt|seems|needs|costs?|makes|made|"
+    r"takes|took|keeps|kept|goes|went|works|runs|ran|sounds|just|already|still|really|so|and|but|or|that|"
+    r"which|who|because|it|it's)$"
+)
+#: Prepositions other than "in" also end the name of an object ("my new bike *from* the
+#: shop"; "our new place in Lisbon" keeps its place), not of a pastime ("going to the gym").
+_PREPOSITION = re.compile(r"(?i)^(?:from|for|to|by|with|on|off|at|into|onto|about|after|before|since|than|like)$")
+#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name
+#: ("speed", "breed" are).
+_PAST = re.compile(r"(?i)^(?![a-z]*eed$)[a-z]{3,}ed$")
+
+
+#: Times and fillers that end a phrase without being part of the thing it names.
+_TRAILING_TIME = re.compile(
+    r"(?:\s+(?:(?:last|this|next|that)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|winter|morning|"
+    r"afternoon|evening|night)|today|tonight|yesterday|finally|again|lately|recently|now|at\s+last|"
+    r"these\s+days|already|too|as\s+well))+$",
+    re.IGNORECASE,
+)
+#: Words that stand where a name would and name no one ("someone from work").
+NOT_PEOPLE = frozenset({"someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody", "people",
+                         "guys", "folks", "they", "he", "she", "we", "i"})
+#: What is taken up that is no pastime ("took up the offer", "took up his suggestion").
+NOT_TAKEN_UP = re.compile(
+    r"(?i)^(?:(?:his|her|their|your|its|this|that|these|those|an?)\b|(?:the\s+)?(?:offer|suggestion|invitation|"
+    r"idea|challenge|space|room|time|issue|matter|case|position|post|role|job|cause|slack)\b)"
+)
+#: Groups joined for something other than a pastime ("a support group", "the team call").
+NOT_PASTIMES = frozenset({"support", "study", "project", "sales", "work", "team", "group", "new", "the"})
+#: What "my new …" says that other rules read (a job, a person: ``PEOPLE``), or that is no
+#: thing the user has.
+NOT_POSSESSIONS = frozenset(
+    {"job", "role", "position", "employer", "company", "year", "week", "month", "day", "favourite", "favorite",
+     "obsession", "thing", "normal", "hobby"}
+)

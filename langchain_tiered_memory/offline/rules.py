@@ -24,6 +24,10 @@ from .patterns import (
     LEARNING_GROUPS,
     LIKE_VERBS,
     MARITAL,
+    NOT_PASTIMES,
+    NOT_PEOPLE,
+    NOT_POSSESSIONS,
+    NOT_TAKEN_UP,
     PEOPLE,
     PERSON_DEED,
     PETS,
@@ -69,6 +73,7 @@ from .patterns import (
     object_phrase,
     person_name,
     place_name,
+    thing_phrase,
     third_person_object,
     with_article,
 )
@@ -293,7 +298,7 @@ class _Rules:
                     if opens and said_from and not known and not PERSON_DEED.match(clause[m.end():]):
                         continue  # "Noise from next door kept me up": no one named
                 name = person_name(m.group("name"))
-                if not name or name.casefold() in _NOT_PEOPLE:
+                if not name or name.casefold() in NOT_PEOPLE:
                     continue
                 name = self.name(name)
                 base = rel.split()[-1].split("-")[-1]
@@ -357,7 +362,7 @@ class _Rules:
         if m:
             what = " ".join(m.group("what").split())
             group = m.group("group").lower()
-            if what.casefold() not in _NOT_PASTIMES:
+            if what.casefold() not in NOT_PASTIMES:
                 plural = group.endswith("s") and not group.endswith("ss")  # "classes", not "class"
                 joined = f"{what} {group}" if plural else with_article(f"{what} {group}")
                 if group in LEARNING_GROUPS:
@@ -365,73 +370,18 @@ class _Rules:
                 else:
                     mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
         m = R_TOOK_UP.search(clause)
-        if m and (obj := _thing(m.group("obj"), pastime=True)) and not _NOT_TAKEN_UP.match(obj):
+        if m and (obj := thing_phrase(m.group("obj"), pastime=True)) and not NOT_TAKEN_UP.match(obj):
             mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
         m = R_REPLACES.search(clause)
-        if m and (new := _thing(m.group("new"))):
+        if m and (new := thing_phrase(m.group("new"))):
             old = " ".join(m.group("old").split())
             mem(f"The user's new {old} is {with_article(new)}, replacing their old one", "fact", "possession")
             return
         m = R_MY_NEW.search(clause)
-        if m and (obj := _thing(m.group("obj"))) and obj.split()[0].casefold() not in _NOT_POSSESSIONS | PEOPLE:
+        if m and (obj := thing_phrase(m.group("obj"))) and obj.split()[0].casefold() not in NOT_POSSESSIONS | PEOPLE:
             last = obj.split()[-1]
             plural = last.islower() and last.endswith("s") and not last.endswith("ss")  # "new glasses"
             mem(f"The user has {'' if plural else 'a '}new {third_person_object(obj)}", "fact", "possession")
-
-
-def _thing(text: str, *, pastime: bool = False) -> str | None:
-    """The thing a phrase names: up to its first comma or the verb that follows it, without
-    the times and fillers after it ("my new Pixel 8 tonight, finally" → "Pixel 8"; "my new
-    flat has a balcony" → "flat")."""
-    phrase = object_phrase(text.split(",")[0], 6)
-    if not phrase:
-        return None
-    words = phrase.split()
-    ends = (_PREDICATE, _PAST) if pastime else (_PREDICATE, _PAST, _PREPOSITION)
-    end = next((i for i, w in enumerate(words) if i and any(p.match(w) for p in ends)), len(words))
-    phrase = _TRAILING_TIME.sub("", " ".join(words[:end])).strip()
-    return phrase or None
-
-
-#: Words that end the name of a thing: a verb or what joins a clause to it ("my new phone
-#: *is* amazing", "pottery *and* it's great").
-_PREDICATE = re.compile(
-    r"(?i)^(?:is|are|was|were|be|been|'s|has|have|had|does|do|did|will|would|can|could|should|shall|may|might|"
-    r"must|arrived|arrives|broke|breaks|came|comes|got|gets|looks|feels|felt|seems|needs|costs?|makes|made|"
-    r"takes|took|keeps|kept|goes|went|works|runs|ran|sounds|just|already|still|really|so|and|but|or|that|"
-    r"which|who|because|it|it's)$"
-)
-#: Prepositions other than "in" also end the name of an object ("my new bike *from* the
-#: shop"; "our new place in Lisbon" keeps its place), not of a pastime ("going to the gym").
-_PREPOSITION = re.compile(r"(?i)^(?:from|for|to|by|with|on|off|at|into|onto|about|after|before|since|than|like)$")
-#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name
-#: ("speed", "breed" are).
-_PAST = re.compile(r"(?i)^(?![a-z]*eed$)[a-z]{3,}ed$")
-
-
-#: Times and fillers that end a phrase without being part of the thing it names.
-_TRAILING_TIME = re.compile(
-    r"(?:\s+(?:(?:last|this|next|that)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|winter|morning|"
-    r"afternoon|evening|night)|today|tonight|yesterday|finally|again|lately|recently|now|at\s+last|"
-    r"these\s+days|already|too|as\s+well))+$",
-    re.IGNORECASE,
-)
-#: Words that stand where a name would and name no one ("someone from work").
-_NOT_PEOPLE = frozenset({"someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody", "people",
-                         "guys", "folks", "they", "he", "she", "we", "i"})
-#: What is taken up that is no pastime ("took up the offer", "took up his suggestion").
-_NOT_TAKEN_UP = re.compile(
-    r"(?i)^(?:(?:his|her|their|your|its|this|that|these|those|an?)\b|(?:the\s+)?(?:offer|suggestion|invitation|"
-    r"idea|challenge|space|room|time|issue|matter|case|position|post|role|job|cause|slack)\b)"
-)
-#: Groups joined for something other than a pastime ("a support group", "the team call").
-_NOT_PASTIMES = frozenset({"support", "study", "project", "sales", "work", "team", "group", "new", "the"})
-#: What "my new …" says that other rules read (a job, a person: ``PEOPLE``), or that is no
-#: thing the user has.
-_NOT_POSSESSIONS = frozenset(
-    {"job", "role", "position", "employer", "company", "year", "week", "month", "day", "favourite", "favorite",
-     "obsession", "thing", "normal", "hobby"}
-)
 
 
 # --------------------------------------------------------------------------- extraction
