@@ -270,6 +270,14 @@ def with_article(noun: str) -> str:
     return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
 
 
+def counted(noun: str) -> str:
+    """``noun`` as one of a kind: with its article, or bare when its last word reads as a
+    plural ("a pottery class", "salsa classes", "new glasses")."""
+    last = noun.split()[-1]
+    plural = last.islower() and last.endswith("s") and not last.endswith("ss")
+    return noun if plural else with_article(noun)
+
+
 def instruction_text(text: str) -> str:
     return to_third_person(_TRAILING_FILLER.sub("", text.strip().rstrip("?!. ")))
 

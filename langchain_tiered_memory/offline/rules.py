@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
@@ -69,6 +69,7 @@ from .patterns import (
     R_TOOK_UP,
     R_WORK_AT,
     RELATION_OF_PLACE,
+    counted,
     instruction_text,
     object_phrase,
     person_name,
@@ -287,26 +288,17 @@ class _Rules:
             f.add_attr("marital_status", status)
             mem(f"The user is {status}", "fact", "marital", "user marital status")
 
-        for rx in (R_REL_NAMED, R_HAVE_REL, R_NAME_IS_MY, R_NAME_FROM):
-            for m in rx.finditer(clause):
-                rel = " ".join(m.group("rel").lower().split())
-                if rx is R_NAME_FROM:
-                    rel = RELATION_OF_PLACE.get(rel, "neighbour")
-                    opens = not clause[: m.start("name")].strip()
-                    said_from = " from " in m.group(0).casefold()
-                    known = m.group("name").casefold() in self.canon
-                    if opens and said_from and not known and not PERSON_DEED.match(clause[m.end():]):
-                        continue  # "Noise from next door kept me up": no one named
-                name = person_name(m.group("name"))
-                if not name or name.casefold() in NOT_PEOPLE:
-                    continue
-                name = self.name(name)
-                base = rel.split()[-1].split("-")[-1]
-                f.entity(name, "other" if base in PETS else "person", **{RELATION_ATTRIBUTE: rel})
-                f.add_attr(re.sub(r"[\s\-]+", "_", rel), name, join=True)
-                # One partner at a time: a new one replaces the old (siblings, friends add up).
-                subject = "user partner" if base in PARTNERS else None
-                mem(f"The user's {rel} is {'named ' if base in PETS else ''}{name}", "fact", "relation", subject)
+        for rel, written in self._relations(clause):
+            name = person_name(written)
+            if not name or name.casefold() in NOT_PEOPLE:
+                continue
+            name = self.name(name)
+            base = rel.split()[-1].split("-")[-1]
+            f.entity(name, "other" if base in PETS else "person", **{RELATION_ATTRIBUTE: rel})
+            f.add_attr(re.sub(r"[\s\-]+", "_", rel), name, join=True)
+            # One partner at a time: a new one replaces the old (siblings, friends add up).
+            subject = "user partner" if base in PARTNERS else None
+            mem(f"The user's {rel} is {'named ' if base in PETS else ''}{name}", "fact", "relation", subject)
 
         m = R_DISLIKE.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
@@ -351,6 +343,23 @@ class _Rules:
             if (obj := object_phrase(m.group("obj"))):
                 mem(f"The user has {third_person_object(obj)}", "fact", "self")
 
+    def _relations(self, clause: str) -> Iterator[tuple[str, str]]:
+        """``(relation, name as written)`` of each person or pet the clause names by their
+        relation to the user ("my sister Ana", "Beatriz from next door")."""
+        for rx in (R_REL_NAMED, R_HAVE_REL, R_NAME_IS_MY):
+            for m in rx.finditer(clause):
+                yield " ".join(m.group("rel").lower().split()), m.group("name")
+        for m in R_NAME_FROM.finditer(clause):
+            # Opening a sentence, a capitalised word is no name by itself: "Noise from next
+            # door kept me up" names no one; "Beatriz from next door brought us ..." does.
+            opens = not clause[: m.start("name")].strip()
+            said_from = " from " in m.group(0).casefold()
+            known = m.group("name").casefold() in self.canon
+            if opens and said_from and not known and not PERSON_DEED.match(clause[m.end():]):
+                continue
+            place = " ".join(m.group("rel").lower().split())
+            yield RELATION_OF_PLACE.get(place, "neighbour"), m.group("name")
+
     def _changes(self, clause: str, mem: Callable[..., None]) -> None:
         """What the user took up or has that is new: statements of how things stand now,
         often said in words far from the questions that ask for them ("signed up for a
@@ -363,8 +372,7 @@ class _Rules:
             what = " ".join(m.group("what").split())
             group = m.group("group").lower()
             if what.casefold() not in NOT_PASTIMES:
-                plural = group.endswith("s") and not group.endswith("ss")  # "classes", not "class"
-                joined = f"{what} {group}" if plural else with_article(f"{what} {group}")
+                joined = counted(f"{what} {group}")
                 if group in LEARNING_GROUPS:
                     mem(f"The user is learning {what}: they signed up for {joined}", "fact", "pastime")
                 else:
@@ -379,9 +387,7 @@ class _Rules:
             return
         m = R_MY_NEW.search(clause)
         if m and (obj := thing_phrase(m.group("obj"))) and obj.split()[0].casefold() not in NOT_POSSESSIONS | PEOPLE:
-            last = obj.split()[-1]
-            plural = last.islower() and last.endswith("s") and not last.endswith("ss")  # "new glasses"
-            mem(f"The user has {'' if plural else 'a '}new {third_person_object(obj)}", "fact", "possession")
+            mem(f"The user has {counted('new ' + third_person_object(obj))}", "fact", "possession")
 
 
 # --------------------------------------------------------------------------- extraction
