@@ -113,10 +113,16 @@ def test_batch_equals_one_by_one_in_original_order() -> None:
     emb = MiniLMEmbeddings(batch_size=2)
     batch = emb.embed_documents(texts)
     assert len(batch) == len(texts)
+    # The fused graph's int8 arithmetic rounds a batch a hair differently from one text
+    # (its kernels differ by the number of rows): the same vector to cosine 0.9999.
     for text, vec in zip(texts, batch):
-        assert_close(vec, emb.embed_query(text))
-    # The same texts in one batch, padded to the longest: same vectors.
-    assert_close(MiniLMEmbeddings(batch_size=32).embed_documents(texts)[1], batch[1])
+        assert cosine(vec, emb.embed_query(text)) > 0.9999
+    # The same texts in one batch, padded to the longest: the same vectors.
+    for one, padded in zip(batch, MiniLMEmbeddings(batch_size=32).embed_documents(texts)):
+        assert cosine(one, padded) > 0.9999
+    unfused = MiniLMEmbeddings(batch_size=2, fused=False)
+    for text, vec in zip(texts, unfused.embed_documents(texts)):
+        assert_close(vec, unfused.embed_query(text))  # float arithmetic: exactly
     assert emb.embed_documents([]) == []
 
 
