@@ -412,40 +412,23 @@ class RecallIndex:
         return self.candidates_many([Probe(query, vector, where, limit)])[0]
 
     def candidates_many(self, probes: Sequence[Probe]) -> list[list[Candidate]]:
-        """:meth:`candidates` of each probe, in two trips to the engine whatever their
-        number: every probe's two legs in one batch, then the cosines of the units BM25 alone
-        found, in one more."""
+        """:meth:`candidates` of each probe, in one trip to the engine whatever their
+        number: every probe's two legs, and the cosines of the units BM25 found, in one
+        batch."""
         if not probes:
             return []
-        backend = self.backend()
-        found = backend.hybrid_many([(p.vector, p.query, p.where, p.limit) for p in probes], CANDIDATE_FIELDS)
-        out: list[dict[str, Candidate]] = []
-        # Units each query vector still needs a cosine for (probes of one question share one).
-        missing: dict[int, tuple[Sequence[float], list[tuple[int, str]]]] = {}
-        for n, (probe, (dense, sparse)) in enumerate(zip(probes, found)):
-            by_id: dict[str, Candidate] = {h.id: _candidate(h, h.score, None) for h in dense}
-            for h in sparse:
-                if h.id in by_id:
-                    c = by_id[h.id]
-                    by_id[h.id] = Candidate(c.id, c.grain, c.dense, h.score, c.payload)
-                else:
-                    by_id[h.id] = _candidate(h, None, h.score)
-                    missing.setdefault(id(probe.vector), (probe.vector, []))[1].append((n, h.id))
-            out.append(by_id)
-        if missing:
-            # The engine scores just those points against the query (no vectors leave it).
-            groups = list(missing.values())
-            fills = backend.dense_many(
-                [(vector, Where(ids=ids), len(ids))
-                 for vector, ids in ((v, list(dict.fromkeys(i for _, i in wanted))) for v, wanted in groups)]
-            )
-            for (_, wanted), hits in zip(groups, fills):
-                scores = {h.id: h.score for h in hits}
-                for n, point in wanted:
-                    c = out[n][point]
-                    if point in scores:
-                        out[n][point] = Candidate(c.id, c.grain, scores[point], c.sparse, c.payload)
-        return [list(by_id.values()) for by_id in out]
+        found = self.backend().hybrid_many([(p.vector, p.query, p.where, p.limit) for p in probes], CANDIDATE_FIELDS)
+        out: list[list[Candidate]] = []
+        for hits in found:
+            by_id: dict[str, Candidate] = {h.id: _candidate(h, h.score, None) for h in hits.dense}
+            for h in hits.sparse:
+                c = by_id.get(h.id)
+                by_id[h.id] = (
+                    Candidate(c.id, c.grain, c.dense, h.score, c.payload) if c is not None
+                    else _candidate(h, hits.cosines.get(h.id), h.score)
+                )
+            out.append(list(by_id.values()))
+        return out
 
     def nearest(self, user_id: str, vector: Sequence[float], grain: str, limit: int) -> list[ScoredRecord]:
         """The user's units of ``grain`` nearest ``vector`` by cosine (current ones only)."""

@@ -184,17 +184,33 @@ def test_hybrid_runs_both_legs_under_one_filter(make):
     pts = [point("green tea every morning"), point("black tea at noon"), point("trains to Kyoto", user="bob")]
     backend.upsert(pts)
     vector = EMB.embed_query("green tea")
-    dense, sparse = backend.hybrid(vector, "green tea", mine(), 5)
+    dense, sparse, cosines = backend.hybrid(vector, "green tea", mine(), 5)
     assert [(h.id, h.score) for h in dense] == [(h.id, h.score) for h in backend.dense(vector, mine(), 5)]
     assert [(h.id, h.score) for h in sparse] == [(h.id, h.score) for h in backend.sparse("green tea", mine(), 5)]
     assert {h.id for h in dense} == {pts[0].id, pts[1].id}  # bob's point is filtered out of both
+    # Each BM25 hit comes with its cosine to the vector, as the dense leg scores it.
+    assert set(cosines) == {h.id for h in sparse}
+    assert cosines == pytest.approx({h.id: h.score for h in dense if h.id in cosines}, abs=1e-5)
     # Only the payload fields asked for; none at all for ().
-    dense, sparse = backend.hybrid(vector, "green tea", mine(), 5, ("grain",))
+    dense, sparse, _ = backend.hybrid(vector, "green tea", mine(), 5, ("grain",))
     assert all(h.payload == {"grain": "fact"} for h in dense + sparse)
     assert all(h.payload == {} for h in backend.dense(vector, mine(), 5, ()))
     # No BM25 terms (stopwords): the dense leg alone.
-    dense, sparse = backend.hybrid(vector, "the and of", mine(), 5)
-    assert len(dense) == 2 and sparse == []
+    dense, sparse, cosines = backend.hybrid(vector, "the and of", mine(), 5)
+    assert len(dense) == 2 and sparse == [] and cosines == {}
+
+
+def test_the_cosines_of_bm25_hits_the_dense_leg_missed(make):
+    # A dense leg of 1 misses the BM25 hits ranked below it: their cosines still come back,
+    # in the same batch, each the one the dense leg gives that point alone.
+    backend = make()
+    pts = [point("green tea every morning"), point("tea with lemon"), point("a pot of tea"), point("trains to Kyoto")]
+    backend.upsert(pts)
+    vector = EMB.embed_query("hot drinks")
+    dense, sparse, cosines = backend.hybrid(vector, "tea", mine(), 1)
+    assert len(dense) == 1 and len(sparse) == 1 and sparse[0].id != dense[0].id
+    alone = {h.id: h.score for h in backend.dense(vector, mine(), 4)}
+    assert cosines == pytest.approx({sparse[0].id: alone[sparse[0].id]}, abs=1e-5)
 
 
 def test_several_searches_in_one_batch_answer_as_each_alone(make):
@@ -207,8 +223,9 @@ def test_several_searches_in_one_batch_answer_as_each_alone(make):
     searches = [(tea, "green tea", mine(), 5), (kyoto, "Kyoto", mine(), 5), (tea, "the of", turns, 5)]
     together = backend.hybrid_many(searches, ("grain",))
     alone = [backend.hybrid(v, t, w, n, ("grain",)) for v, t, w, n in searches]
-    def as_pairs(legs):
-        return [[(h.id, round(h.score, 5)) for h in leg] for leg in legs]
+    def as_pairs(hits):
+        return [[(h.id, round(h.score, 5)) for h in leg] for leg in (hits.dense, hits.sparse)] + [
+            sorted((i, round(c, 5)) for i, c in hits.cosines.items())]
 
     assert [as_pairs(legs) for legs in together] == [as_pairs(legs) for legs in alone]
     assert together[2][1] == [] and [h.id for h in together[2][0]] == [pts[1].id]  # no terms; the filter holds
@@ -519,3 +536,4 @@ def test_server_retries_transient_failures_then_reports_them():
     assert backend.count() == 1
     backend.close()
     client.close()
+

@@ -28,7 +28,7 @@ import abc
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import EmbeddingMismatchError, VectorStoreError
 from .bm25 import bm25_document, bm25_query
@@ -49,9 +49,31 @@ from .records import (
 __all__ = ["BaseBackend", "check_vector"]
 
 
-#: One search as :meth:`BaseBackend._query` takes it: vector, vector name, engine filter,
-#: limit, payload fields.
-Search = tuple[Any, str, Any, int, "Sequence[str] | None"]
+class Search(NamedTuple):
+    """One search as :meth:`BaseBackend._query` takes it: the points nearest ``vector`` (a
+    dense list or the engine's sparse vector) by the vector ``using``, under the engine
+    filter ``flt``, at most ``limit``, with the payload ``fields`` (``None``: all of it).
+
+    With ``among`` (a sparse vector), only the points that its BM25 search finds under the
+    same filter and limit are scored: the cosines of a sparse leg's hits, in the same batch
+    as the leg instead of a second trip.
+    """
+
+    vector: Any
+    using: str
+    flt: Any
+    limit: int
+    fields: Sequence[str] | None = None
+    among: Any = None
+
+
+class HybridHits(NamedTuple):
+    """Both legs of one search: the dense hits, the sparse (BM25) hits, and the cosine to
+    the query vector of each sparse hit, by id (so every hit has a dense score to fuse)."""
+
+    dense: list[ScoredRecord]
+    sparse: list[ScoredRecord]
+    cosines: dict[str, float]
 
 
 class BaseBackend(abc.ABC):
@@ -112,11 +134,8 @@ class BaseBackend(abc.ABC):
         """The engine's sparse vector."""
 
     @abc.abstractmethod
-    def _query(
-        self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None = None
-    ) -> list[ScoredRecord]:
-        """Nearest points to ``vector`` (dense list or sparse object) by vector ``using``,
-        with the payload ``fields`` (``None``: all of it)."""
+    def _query(self, search: Search) -> list[ScoredRecord]:
+        """The points ``search`` finds, best first."""
 
     @abc.abstractmethod
     def set_payload(self, updates: Mapping[str, Mapping[str, Any]]) -> None:
@@ -235,39 +254,49 @@ class BaseBackend(abc.ABC):
         without payload: the ids and cosines are what such a batch is for)."""
         self._require_vectors()
         return self._query_many(
-            [(check_vector(v, self.dimension), self.vector_name, self.filters.build(w), n, fields) for v, w, n in searches]
+            [Search(check_vector(v, self.dimension), self.vector_name, self.filters.build(w), n, fields)
+             for v, w, n in searches]
         )
 
     def hybrid(
         self, vector: Sequence[float], text: str, where: Where, limit: int, fields: Sequence[str] | None = None
-    ) -> tuple[list[ScoredRecord], list[ScoredRecord]]:
+    ) -> HybridHits:
         """Both legs of one search under one filter: :meth:`dense` of ``vector`` and
-        :meth:`sparse` of ``text``, as the engine runs them best together."""
+        :meth:`sparse` of ``text``, as the engine runs them best together, with the cosine
+        of each sparse hit."""
         return self.hybrid_many([(vector, text, where, limit)], fields)[0]
 
     def hybrid_many(
         self, searches: Sequence[tuple[Sequence[float], str, Where, int]], fields: Sequence[str] | None = None
-    ) -> list[tuple[list[ScoredRecord], list[ScoredRecord]]]:
-        """:meth:`hybrid` of each ``(vector, text, where, limit)``, all legs in one batch
-        (one pass of the engine, one round trip to a server)."""
+    ) -> list[HybridHits]:
+        """:meth:`hybrid` of each ``(vector, text, where, limit)``, all in one batch (one pass
+        of the engine, one round trip to a server)."""
         self._require_vectors()
         batch: list[Search] = []
         legs: list[tuple[int, int | None]] = []
         for vector, text, where, limit in searches:
             flt = self.filters.build(where)
-            batch.append((check_vector(vector, self.dimension), self.vector_name, flt, limit, fields))
+            dense = check_vector(vector, self.dimension)
+            batch.append(Search(dense, self.vector_name, flt, limit, fields))
             dense_at, sparse_at = len(batch) - 1, None
             indices, values = bm25_query(text)
             if indices:
-                batch.append((self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
-                sparse_at = len(batch) - 1
+                sparse = self._sparse_vector(indices, values)
+                batch.append(Search(sparse, SPARSE_VECTOR, flt, limit, fields))
+                # The cosines of the sparse leg's hits: the same BM25 search, scored by the vector.
+                batch.append(Search(dense, self.vector_name, flt, limit, (), among=sparse))
+                sparse_at = len(batch) - 2
             legs.append((dense_at, sparse_at))
         found = self._query_many(batch)
-        return [(found[d], found[s] if s is not None else []) for d, s in legs]
+        return [
+            HybridHits(found[d], found[s], {h.id: h.score for h in found[s + 1]}) if s is not None
+            else HybridHits(found[d], [], {})
+            for d, s in legs
+        ]
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
         """Several :meth:`_query` calls (an engine that batches them overrides this)."""
-        return [self._query(*search) for search in searches]
+        return [self._query(search) for search in searches]
 
     def sparse(
         self, text: str, where: Where, limit: int, fields: Sequence[str] | None = None
@@ -277,7 +306,7 @@ class BaseBackend(abc.ABC):
         indices, values = bm25_query(text)
         if not indices:
             return []
-        return self._query(self._sparse_vector(indices, values), SPARSE_VECTOR, self.filters.build(where), limit, fields)
+        return self._query(Search(self._sparse_vector(indices, values), SPARSE_VECTOR, self.filters.build(where), limit, fields))
 
     # --- reindex ------------------------------------------------------------------------
 

@@ -530,14 +530,12 @@ class EdgeBackend(BaseBackend):
         except Exception as exc:
             raise VectorStoreError(f"reading from the shard {self.path} failed: {exc}") from exc
 
-    def _query(
-        self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None = None
-    ) -> list[ScoredRecord]:
-        return self._query_many([(vector, using, flt, limit, fields)])[0]
+    def _query(self, search: Search) -> list[ScoredRecord]:
+        return self._query_many([search])[0]
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
         qe = _edge()
-        requests = [self._request(*search) for search in searches]
+        requests = [self._request(search) for search in searches]
         try:
             if len(requests) == 1:
                 found = [self._shard.query(requests[0])]
@@ -548,14 +546,20 @@ class EdgeBackend(BaseBackend):
             raise VectorStoreError(f"querying the shard {self.path} failed: {exc}") from exc
         return [[ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in points] for points in found]
 
-    def _request(self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None) -> Any:
+    def _request(self, search: Search) -> Any:
         qe = _edge()
+        fields = search.fields
         payload: Any = True if fields is None else (qe.PayloadSelector.Include(list(fields)) if fields else False)
+        prefetches = None
+        if search.among is not None:
+            prefetches = [qe.Prefetch(limit=search.limit, query=qe.Query.Nearest(search.among, using=SPARSE_VECTOR),
+                                      filter=search.flt)]
         return qe.QueryRequest(
-            limit=limit, query=qe.Query.Nearest(vector, using=using), filter=flt, with_payload=payload,
+            limit=search.limit, query=qe.Query.Nearest(search.vector, using=search.using), prefetches=prefetches,
+            filter=search.flt, with_payload=payload,
             # Scores are similarities the ranking weighs: always the exact vectors' (the
             # int8 copy only chooses which points to score).
-            params=_rescore() if self._quantize and using != SPARSE_VECTOR else None,
+            params=_rescore() if self._quantize and search.using != SPARSE_VECTOR else None,
         )
 
 

@@ -364,24 +364,21 @@ class QdrantServerBackend(BaseBackend):
         )
         return int(result.count)
 
-    def _query(
-        self, vector: Any, using: str, flt: Any, limit: int, fields: Sequence[str] | None = None
-    ) -> list[ScoredRecord]:
-        response = self._call(
-            "querying", self.client.query_points, self.collection, query=vector, using=using,
-            query_filter=flt, limit=limit, with_payload=_with_payload(fields),
-        )
-        return _scored(response.points)
+    def _query(self, search: Search) -> list[ScoredRecord]:
+        return self._query_many([search])[0]
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
-        if len(searches) == 1:
-            return [self._query(*searches[0])]
         m = _models()
+        requests = []
+        for search in searches:
+            prefetch = None
+            if search.among is not None:
+                prefetch = m.Prefetch(query=search.among, using=SPARSE_VECTOR, filter=search.flt, limit=search.limit)
+            requests.append(m.QueryRequest(
+                query=search.vector, using=search.using, prefetch=prefetch, filter=search.flt,
+                limit=search.limit, with_payload=_with_payload(search.fields),
+            ))
         # One round trip for the lot.
-        requests = [
-            m.QueryRequest(query=vector, using=using, filter=flt, limit=limit, with_payload=_with_payload(fields))
-            for vector, using, flt, limit, fields in searches
-        ]
         responses = self._call("querying", self.client.query_batch_points, self.collection, requests=requests)
         return [_scored(response.points) for response in responses]
 
