@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from .fence import quote
 
 if TYPE_CHECKING:
+    from .searches import Searches
     from .storage.rows import ThreadRow
     from .tokens import TokenCounter
 
@@ -51,7 +52,9 @@ class SectionRequest:
     """What a turn asks the memory layers for: whose, which thread, about what, and when.
 
     ``peek``: a look that must change nothing (no recall is counted). ``at``: the time of
-    the question (relative dates in the query are read against it).
+    the question (relative dates in the query are read against it). ``searches``: the
+    turn's index searches, run in one trip (a layer that searches adds its probes in
+    ``plan`` and reads them in ``section``); ``None``: each layer searches on its own.
     """
 
     user_id: str
@@ -59,10 +62,16 @@ class SectionRequest:
     query: str | None
     peek: bool = False
     at: datetime | None = None
+    searches: Searches | None = None
 
 
 class SectionProvider(Protocol):
-    """A memory layer that contributes a section to the context (summary, entities, …)."""
+    """A memory layer that contributes a section to the context (summary, entities, …).
+
+    A layer that searches the index may also have ``plan(request)``, called for every
+    layer before any section is built: it adds its probes to ``request.searches``, so the
+    turn's searches go to the engine together.
+    """
 
     name: str
 

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 from . import scoring
 from .context import ContextSection, SectionRequest, section_of_lines
+from .index import Probe
 from .storage.rows import EpisodeRow, Unit
 
 if TYPE_CHECKING:
-    from .index import RecallIndex
+    from .index import Candidate, RecallIndex
     from .storage import Storage
     from .tokens import TokenCounter
 
@@ -140,37 +141,52 @@ class EpisodeLayer:
         else newest first. Relevance needs the index (raises ``ShardLockedError`` while
         another process holds it)."""
         if query and query.strip() and self._storage.episodes.exists():
-            vector = self._index.embed_query(query)
-            found = self._index.candidates(user_id, query, vector, grains=self.grains, limit=_CANDIDATES)
-            # Relevance needs only the index's scores: rows (long summaries) are read best
-            # first, a few at a time, until k of them pass the owner and time checks.
-            ranked = sorted(
-                ((scoring.relevance(c.dense, c.sparse), c.id) for c in found), key=lambda rc: -rc[0]
-            )
-            ranked = [(r, i) for r, i in ranked if r >= self._threshold]
-            hits: list[EpisodeHit] = []
-            step = max(1, 2 * k)
-            for start in range(0, len(ranked), step):
-                chunk = ranked[start : start + step]
-                rows = self._storage.episodes.get_many([i for _, i in chunk])
-                for relevance, episode_id in chunk:
-                    row = rows.get(episode_id)
-                    if row is not None and row.user_id == user_id and _overlaps(row, since, until):
-                        hits.append(EpisodeHit(Episode.from_row(row), relevance))
-                if len(hits) >= k:
-                    break
-            return hits[:k]
+            found = self._index.candidates_many([self._probe(user_id, query)])[0]
+            return self._ranked(user_id, found, since, until, k)
         newest = self._storage.episodes.of_user(
             user_id, since.isoformat() if since else None, until.isoformat() if until else None
         )
         return [EpisodeHit(Episode.from_row(r), None) for r in newest[:k]]
 
+    def _probe(self, user_id: str, query: str) -> Probe:
+        return Probe(query, self._index.embed_query(query), self._index.where(user_id, self.grains), _CANDIDATES)
+
+    def _ranked(
+        self, user_id: str, found: Sequence[Candidate], since: datetime | None, until: datetime | None, k: int
+    ) -> list[EpisodeHit]:
+        # Relevance needs only the index's scores: rows (long summaries) are read best
+        # first, a few at a time, until k of them pass the owner and time checks.
+        ranked = sorted(((scoring.relevance(c.dense, c.sparse), c.id) for c in found), key=lambda rc: -rc[0])
+        ranked = [(r, i) for r, i in ranked if r >= self._threshold]
+        hits: list[EpisodeHit] = []
+        step = max(1, 2 * k)
+        for start in range(0, len(ranked), step):
+            chunk = ranked[start : start + step]
+            rows = self._storage.episodes.get_many([i for _, i in chunk])
+            for relevance, episode_id in chunk:
+                row = rows.get(episode_id)
+                if row is not None and row.user_id == user_id and _overlaps(row, since, until):
+                    hits.append(EpisodeHit(Episode.from_row(row), relevance))
+            if len(hits) >= k:
+                break
+        return hits[:k]
+
+    def plan(self, request: SectionRequest) -> None:
+        """Adds the section's search to the turn's searches (:class:`~.searches.Searches`)."""
+        query = request.query
+        if (request.searches is not None and self._k > 0 and query and query.strip()
+                and self._index.available() and self._storage.episodes.exists()):
+            request.searches.add(self, [self._probe(request.user_id, query)])
+
     def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
         """Past episodes relevant to the query (the newest without one), one line each."""
         if self._k == 0:
             return None
-        query = request.query if self._index.available() else None
-        hits = self.search(request.user_id, query, k=self._k)
+        if request.searches is not None and request.searches.holds(self):
+            hits = self._ranked(request.user_id, request.searches.found(self)[0], None, None, self._k)
+        else:
+            query = request.query if self._index.available() else None
+            hits = self.search(request.user_id, query, k=self._k)
         lines = (render(hit.episode) for hit in hits)
         return section_of_lines(self.name, lines, self._counter, min(max_tokens, self._max_tokens))
 

@@ -44,6 +44,7 @@ from .index import RecallIndex
 from .items import Items
 from .jobs import NEEDS_LLM, JobHandlers, JobRunner
 from .recall import Evidence, RecallLayer
+from .searches import Searches
 from .spending import Spending
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
@@ -181,7 +182,8 @@ class TieredMemory(AdapterAccess):
         self.items = Items(storage, self._now, self._query_cached)
         # Order is priority: a section early in the list is served first from the budget.
         self._turns = Turns(
-            storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now
+            storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now,
+            lambda: Searches(self._index),
         )
         handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
         # What jobs spend on the model is metered and budgeted (usage.py, budget.py).

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .config import MemoryConfig
     from .entities import EntityLayer
     from .facts import FactLayer
+    from .searches import Searches
     from .storage import Storage
     from .tokens import TokenCounter
 
@@ -149,7 +150,7 @@ class RecallLayer:
     def _search(
         self, user_id: str, query: str, k: int, grains: Sequence[str], at: datetime,
         since: datetime | None, until: datetime | None, now: datetime,
-        window: tuple[int, int] | None = None,
+        window: tuple[int, int] | None = None, searches: Searches | None = None,
     ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
@@ -177,8 +178,14 @@ class RecallLayer:
             # long message, the sentence that names them: cheaper to embed, and on point).
             linked = _about(_naming(query, relation), relation, name)
             probes.append(Probe(linked, self._index.embed_query(linked), where(since, until), max(20, 2 * k)))
+        if searches is not None:
+            # With the turn's other searches (episodes), in one trip.
+            searches.add(self, probes)
+            results = searches.found(self)
+        else:
+            results = self._index.candidates_many(probes)
         found: dict[str, Candidate] = {}
-        for n, candidates in enumerate(self._index.candidates_many(probes)):
+        for n, candidates in enumerate(results):
             for c in candidates:
                 best = found.get(c.id)
                 # A linked name's search scores a unit by other words: the stronger counts.
@@ -251,7 +258,8 @@ class RecallLayer:
         thread = request.thread
         window = (thread.key, thread.evicted_through) if thread is not None else None
         hits = self._search(
-            request.user_id, query, min(k, 100), DEFAULT_GRAINS, request.at or now, None, None, now, window
+            request.user_id, query, min(k, 100), DEFAULT_GRAINS, request.at or now, None, None, now, window,
+            request.searches,
         )
         if not hits:
             return None

@@ -53,6 +53,7 @@ from .window import ThreadIndex, fit_group, select, truncate_message
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
+    from .searches import Searches
     from .storage import Storage
     from .tokens import TokenCounter
 
@@ -85,6 +86,8 @@ class Turns:
         counter: the token counter.
         sections: the memory layers, in priority order (earlier ones are served first).
         clock: the current time.
+        searches: a new :class:`~.searches.Searches` for a turn with a query, so the
+            layers' index searches go to the engine in one trip.
     """
 
     def __init__(
@@ -94,12 +97,14 @@ class Turns:
         counter: TokenCounter,
         sections: Sequence[SectionProvider],
         clock: Callable[[], datetime],
+        searches: Callable[[], Searches] | None = None,
     ) -> None:
         self._storage = storage
         self.config = config
         self.counter = counter
         self.sections = list(sections)
         self._clock = clock
+        self._searches = searches
         self._lock = threading.RLock()
         self._indexes: OrderedDict[str, ThreadIndex] = OrderedDict()
         self._memory_tokens: dict[str, int] = {}
@@ -138,7 +143,8 @@ class Turns:
                 query = self._last_human_text(index)
                 # A huge message is searched for by its beginning, as an explicit query is.
                 query = query[:MAX_QUERY_CHARS] if query is not None else None
-            request = SectionRequest(user_id, thread, query, peek, at)
+            searches = self._searches() if self._searches is not None and query else None
+            request = SectionRequest(user_id, thread, query, peek, at, searches)
             sections, degraded = self._build_sections(request, (avail - system_charge) // 2)
             block = render_memory_block(sections)
             block_tokens = self.counter.count_message(block) if block is not None else 0
@@ -181,6 +187,14 @@ class Turns:
         # Each later section keeps a floor of the share, so an early one that could fill it
         # all (recall always has more evidence) leaves the others a say; unused floors flow on.
         floors = [min(caps.get(p.name, 0), int(budget * SECTION_FLOOR)) for p in self.sections]
+        if request.searches is not None:
+            for provider in self.sections:
+                plan = getattr(provider, "plan", None)
+                if plan is not None:
+                    try:
+                        plan(request)
+                    except VectorStoreError:
+                        pass  # its section searches on its own, and says what is missing
         for i, provider in enumerate(self.sections):
             if budget <= 0:
                 break

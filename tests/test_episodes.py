@@ -109,3 +109,56 @@ def test_forget_thread_removes_its_episodes(make_memory):
         m.end_session("u", "t")
         assert m.forget(thread_id="t")["episodes"] == 1
         assert m.search_episodes("u") == []
+
+
+def _trips(monkeypatch, fail: Exception | None = None) -> list[int]:
+    """Counts the batches sent to the engine (each one trip), of either backend."""
+    from langchain_tiered_memory.backends.edge import EdgeBackend
+    from langchain_tiered_memory.backends.server import QdrantServerBackend
+
+    trips: list[int] = []
+    for cls in (EdgeBackend, QdrantServerBackend):
+        original = cls._query_many
+
+        def spy(self, searches, _original=original):
+            trips.append(len(searches))
+            if fail is not None:
+                raise fail
+            return _original(self, searches)
+
+        monkeypatch.setattr(cls, "_query_many", spy)
+    return trips
+
+
+def _a_past_session_and_a_memory(m) -> None:
+    m.after_turn("u", "t1", [HumanMessage("Let's plan the Kyoto trip: I booked the ryokan in Hakone."),
+                             AIMessage("Lovely, Hakone it is, and the ryokan is booked.")])
+    m.end_session("u", "t1")
+    m.remember("u", "The user is allergic to peanuts.")
+
+
+def test_a_turn_searches_recall_and_episodes_in_one_trip(make_memory, monkeypatch):
+    with make_memory(_config()) as m:
+        _a_past_session_and_a_memory(m)
+        trips = _trips(monkeypatch)
+        ctx = m.before_turn("u", "t2", query="Which ryokan did I book for the Kyoto trip?")
+        # Both sections answered from one batch: recall's two legs and BM25 cosines, and
+        # the episodes' own three.
+        assert ctx.token_usage["memories"] > 0 and ctx.token_usage["episodes"] > 0
+        assert "Hakone" in ctx.memory_block
+        assert len(trips) == 1 and trips[0] >= 6
+        # Searching episodes alone still works on its own trip.
+        assert m.search_episodes("u", "Hakone ryokan")[0].episode.thread_id == "t1"
+        assert len(trips) == 2
+
+
+def test_a_failed_trip_degrades_both_sections_that_searched(make_memory, monkeypatch):
+    from langchain_tiered_memory import VectorStoreError
+
+    with make_memory(_config()) as m:
+        _a_past_session_and_a_memory(m)
+        _trips(monkeypatch, fail=VectorStoreError("the engine is gone; reopen the memory"))
+        ctx = m.before_turn("u", "t2", query="Which ryokan did I book?")
+        assert sorted(d.split(":")[0] for d in ctx.degraded) == ["episodes", "memories"]
+        assert all("the engine is gone" in d for d in ctx.degraded)
+        assert ctx.token_usage.get("memories", 0) == 0 and ctx.token_usage.get("episodes", 0) == 0
