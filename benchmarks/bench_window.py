@@ -95,9 +95,10 @@ def timed(fn, repeat: int) -> list[float]:
 #: benchmark looks inside; the package's API does not expose these).
 PARTS = (
     ("the query embedding", "langchain_tiered_memory.index", "RecallIndex", "embed_query"),
-    ("index queries (both legs, every grain)", "langchain_tiered_memory.index", "RecallIndex", "candidates_many"),
+    ("planning the searches (the embedding in it)", "langchain_tiered_memory.turn", "Turns", "_plan"),
+    ("index queries (one batch: recall and episodes)", "langchain_tiered_memory.index", "RecallIndex", "candidates_many"),
     ("ranking (scores, records read)", "langchain_tiered_memory.ranking", "Ranker", "rank"),
-    ("memories section (all of recall)", "langchain_tiered_memory.recall", "RecallLayer", "section"),
+    ("memories section (recall but the embedding)", "langchain_tiered_memory.recall", "RecallLayer", "section"),
     ("episodes section", "langchain_tiered_memory.episodes", "EpisodeLayer", "section"),
     ("entities section", "langchain_tiered_memory.entities", "EntityLayer", "section"),
     ("summary section", "langchain_tiered_memory.summary", "SummaryLayer", "section"),
@@ -334,9 +335,10 @@ def main() -> None:
         print(f"{label:46}{p50:>10.3f}{p99:>10.3f}{(f'{ratio:,.0f}x' if ratio >= 10 else f'{ratio:.2f}x'):>13}")
     print(f"{'after_turn (2 messages, fsync)':46}{a50:>10.3f}{a99:>10.3f}")
     print(f"\nparts of 'before_turn, all sections, fresh query' (mean ms per call over {parts_calls} more calls, "
-          "timed from inside; the memories section includes the embedding, index queries and ranking):")
+          "timed from inside; planning embeds the query for every section, and the memories section "
+          "runs the index batch and ranks):")
     for label, ms in parts.ms.items():
-        print(f"  {label:44}{ms / parts_calls:>10.3f}")
+        print(f"  {label:48}{ms / parts_calls:>10.3f}")
 
 
 if __name__ == "__main__":

@@ -187,14 +187,7 @@ class Turns:
         # Each later section keeps a floor of the share, so an early one that could fill it
         # all (recall always has more evidence) leaves the others a say; unused floors flow on.
         floors = [min(caps.get(p.name, 0), int(budget * SECTION_FLOOR)) for p in self.sections]
-        if request.searches is not None:
-            for provider in self.sections:
-                plan = getattr(provider, "plan", None)
-                if plan is not None:
-                    try:
-                        plan(request)
-                    except VectorStoreError:
-                        pass  # its section searches on its own, and says what is missing
+        self._plan(request)
         for i, provider in enumerate(self.sections):
             if budget <= 0:
                 break
@@ -213,6 +206,19 @@ class Turns:
                 sections.append(ContextSection(section.name, section.text, tokens))
                 budget -= tokens
         return sections, degraded
+
+    def _plan(self, request: SectionRequest) -> None:
+        """Lets the layers that search add their probes to the turn's searches (embedding
+        the query), so they go to the engine in one trip."""
+        if request.searches is None:
+            return
+        for provider in self.sections:
+            plan = getattr(provider, "plan", None)
+            if plan is not None:
+                try:
+                    plan(request)
+                except VectorStoreError:
+                    pass  # its section searches on its own, and says what is missing
 
     def _available(self) -> int:
         """The context budget less the request's fixed overhead."""
