@@ -16,6 +16,9 @@ Series, all after ``flush()`` (no extraction job queued or running while timing)
   stored with ``remember_many``: summary, entities, recall over memories and past turns,
   and episodes are all built; each call has a fresh query, so the query embedding is timed
   (and shown apart: the embedder alone on the same queries);
+* idle: the same call with a fresh query, each one after a second of idle (``--idle``), as
+  an agent calls it after waiting for its model; the back-to-back series above finds the
+  CPU's caches warm, this one does not;
 * cold: a new Python process opens the directory and times its first ``before_turn``
   (window only, and all sections with a query: loading the embedding model and opening
   the Qdrant shard are part of that first call); import and open times are shown apart.
@@ -217,6 +220,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--trim-calls", type=int, default=5)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--idle-calls", type=int, default=30,
+                        help="calls timed after --idle seconds of idle each (as between an agent's turns)")
+    parser.add_argument("--idle", type=float, default=1.0)
     args = parser.parse_args()
     ensure_offline_encoding()
 
@@ -282,6 +288,12 @@ def main() -> None:
                 memory.before_turn("m", "mt", query=f"{longs[n % len(longs)]} ({n})")
 
             long_sections = timed(with_long_message, args.calls)
+            # An agent calls before_turn after waiting seconds for its model: by then the
+            # CPU's caches hold other things (or nothing: an idle core may power its down).
+            idle_sections: list[float] = []
+            for _ in range(args.idle_calls):
+                time.sleep(args.idle)
+                idle_sections += timed(with_sections, 1)
             ctx_m = memory.before_turn("m", "mt", query=questions[0])
             with PartTimer() as parts:
                 timed(with_sections, min(args.calls, 100))
@@ -310,6 +322,8 @@ def main() -> None:
     rows.append(("before_turn, window only, repeated", *percentiles(warm)))
     rows.append(("before_turn, window only, after a new turn", *percentiles(loop)))
     rows.append(("before_turn, all sections, fresh query", *percentiles(sections)))
+    if idle_sections:
+        rows.append((f"  the same, each after {args.idle:g} s idle", *percentiles(idle_sections)))
     rows.append((f"  the same, a {long_words:.0f}-word message", *percentiles(long_sections)))
     rows.append(("  the query embedding alone", *percentiles(embed)))
     for label, runs in (("window only", cold_window), ("all sections", cold_sections)):
