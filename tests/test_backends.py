@@ -201,16 +201,28 @@ def test_hybrid_runs_both_legs_under_one_filter(make):
 
 
 def test_the_cosines_of_bm25_hits_the_dense_leg_missed(make):
-    # A dense leg of 1 misses the BM25 hits ranked below it: their cosines still come back,
-    # in the same batch, each the one the dense leg gives that point alone.
+    # A dense leg of 1 takes the one point without "tea"; the BM25 hits it missed still get
+    # their cosines, in the same batch: the exact ones (vectors chosen, so known).
+    import numpy as np
+
+    def unit(*weights: float) -> list[float]:
+        v = np.zeros(DIM)
+        v[: len(weights)] = weights
+        return (v / np.linalg.norm(v)).tolist()
+
+    texts = {"trains to Kyoto": unit(1.0), "green tea every morning": unit(0.6, 0.8), "a pot of tea": unit(0.0, 1.0)}
+    pts = [PointData(str(uuid.uuid4()), v, t, {"user": "alice", "grain": "fact"}) for t, v in texts.items()]
     backend = make()
-    pts = [point("green tea every morning"), point("tea with lemon"), point("a pot of tea"), point("trains to Kyoto")]
     backend.upsert(pts)
-    vector = EMB.embed_query("hot drinks")
-    dense, sparse, cosines = backend.hybrid(vector, "tea", mine(), 1)
-    assert len(dense) == 1 and len(sparse) == 1 and sparse[0].id != dense[0].id
-    alone = {h.id: h.score for h in backend.dense(vector, mine(), 4)}
-    assert cosines == pytest.approx({sparse[0].id: alone[sparse[0].id]}, abs=1e-5)
+    query = unit(1.0)
+    dense, sparse, cosines = backend.hybrid(query, "tea", mine(), 1)
+    assert [h.id for h in dense] == [pts[0].id]
+    assert len(sparse) == 1 and sparse[0].id in (pts[1].id, pts[2].id)
+    expected = float(np.dot(query, texts[next(p.text for p in pts if p.id == sparse[0].id)]))
+    assert cosines == pytest.approx({sparse[0].id: expected}, abs=1e-5)
+    # Two BM25 hits, two cosines: 0.6 and 0.
+    _, sparse, cosines = backend.hybrid(query, "tea", mine(), 2)
+    assert cosines == pytest.approx({pts[1].id: 0.6, pts[2].id: 0.0}, abs=1e-5)
 
 
 def test_several_searches_in_one_batch_answer_as_each_alone(make):
