@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from . import scoring
 from .context import ContextSection, SectionRequest, section_of_lines
@@ -140,13 +140,18 @@ class EpisodeLayer:
         """The user's episodes overlapping ``[since, until]``: by relevance to ``query``,
         else newest first. Relevance needs the index (raises ``ShardLockedError`` while
         another process holds it)."""
-        if query and query.strip() and self._storage.episodes.exists():
+        if self._by_relevance(query):
             found = self._index.candidates_many([self._probe(user_id, query)])[0]
             return self._ranked(user_id, found, since, until, k)
         newest = self._storage.episodes.of_user(
             user_id, since.isoformat() if since else None, until.isoformat() if until else None
         )
         return [EpisodeHit(Episode.from_row(r), None) for r in newest[:k]]
+
+    def _by_relevance(self, query: str | None) -> TypeGuard[str]:
+        """Whether a search for ``query`` ranks episodes by relevance: there is a query,
+        and there are episodes to rank."""
+        return bool(query and query.strip()) and self._storage.episodes.exists()
 
     def _probe(self, user_id: str, query: str) -> Probe:
         return Probe(query, self._index.embed_query(query), self._index.where(user_id, self.grains), _CANDIDATES)
@@ -174,8 +179,7 @@ class EpisodeLayer:
     def plan(self, request: SectionRequest) -> None:
         """Adds the section's search to the turn's searches (:class:`~.searches.Searches`)."""
         query = request.query
-        if (request.searches is not None and self._k > 0 and query and query.strip()
-                and self._index.available() and self._storage.episodes.exists()):
+        if request.searches is not None and self._k > 0 and self._index.available() and self._by_relevance(query):
             request.searches.add(self, [self._probe(request.user_id, query)])
 
     def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
