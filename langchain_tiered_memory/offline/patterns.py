@@ -139,9 +139,23 @@ R_NAME = [
 ]
 # "We moved to Lisbon": a household's home is the user's.
 _I_OR_WE = r"(?i:\b(?:i|we))"
+# "We moved from Paris to Lisbon": the place left is skipped, the new one is home.
 R_LOCATION = _rx(
-    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))\s+(?i:in|to)\s+(?P<place>.+)"
+    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|now|currently|finally))?\s+(?:live|am\s+living|'m\s+living|reside|stay|moved|relocated|am\s+moving|'m\s+moving|am\s+based|'m\s+based|am\s+located|'m\s+located|am\s+staying|'m\s+staying))(?:\s+(?i:away\s+)?(?i:from)\s+[^,;]+?)?\s+(?i:in|to)\s+(?P<place>.+)"
 )
+# "I no longer work at Acme", "I don't live in Paris anymore", "I stopped drinking coffee":
+# what the user did until now (``what``, said as "I …"), so that the rule which reads it
+# names the subject the change closes.
+R_NO_LONGER = [
+    _rx(rf"{_I_OR_WE}(?i:\s+no\s+longer\s+)(?P<what>.+?)[.!]*$"),
+    _rx(rf"{_I_OR_WE}(?i:\s+(?:don't|do\s+not)\s+)(?P<what>.+?)(?i:\s+(?:any\s*more|any\s+longer))[.!]*$"),
+]
+# "I switched from coffee to green tea", "we've switched to a standing desk".
+R_SWITCHED = _rx(
+    rf"{_I_OR_WE}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|finally|now))?\s+(?:switched|changed|moved\s+over|gone\s+over)(?:\s+from\s+(?P<old>[^,;]+?))?\s+to\s+)(?P<new>[^,;.!?]+)"
+)
+# "Now I live in Lisbon", "These days I work at Acme": a clause that says it is the present.
+NOW_START = re.compile(r"(?i)^(?:and\s+)?(?:now|nowadays|these\s+days|currently|at\s+the\s+moment)\s*,?\s+(?=(?:i|we)\b)")
 # "We're finally unpacked in Lisbon": settling in says where home is now.
 R_LOCATION3 = _rx(
     rf"{_I_OR_WE}(?i:(?:'re|'m|\s+are|\s+am)(?:\s+(?:finally|now|all|just))*\s+(?:settled|unpacked|moved\s+in)\s+in)\s+(?P<place>.+)"

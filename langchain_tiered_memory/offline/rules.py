@@ -25,6 +25,7 @@ from .patterns import (
     LIKE_VERBS,
     MARITAL,
     NOT_PASTIMES,
+    NOW_START,
     NOT_PEOPLE,
     NOT_POSSESSIONS,
     NOT_TAKEN_UP,
@@ -61,11 +62,13 @@ from .patterns import (
     R_NAME_COMMA_MY,
     R_NAME_FROM,
     R_NAME_IS_MY,
+    R_NO_LONGER,
     R_REL_NAMED,
     R_REMEMBER,
     R_REMEMBER_TO,
     R_REPLACES,
     R_SPEAK,
+    R_SWITCHED,
     R_TOOK_UP,
     R_WORK_AT,
     RELATION_OF_PLACE,
@@ -187,14 +190,35 @@ class _Rules:
                 self.clause(clause.strip(" ,;"), memories=False)
         return True
 
+    def no_longer(self, what: str, mem: Callable[..., None]) -> None:
+        """"I no longer work at Acme": the rules read "I work at Acme" for the subjects it
+        would set, and the change closes each of them (the memory supersedes the old one,
+        the profile's attribute says it is past)."""
+        probe = _Rules(self.canon)
+        probe.clause("I " + what)
+        said = to_third_person("I " + what)
+        content = "The user no longer " + said[len("the user "):] if said.startswith("the user ") else None
+        for _, memory_type, _, subject in probe.found.memories:
+            if subject and content:
+                mem(content, memory_type, "self", subject)
+        for key, value in probe.found.user_attrs.items():
+            if key != RELATION_ATTRIBUTE:
+                self.found.add_attr(key, f"formerly {value}")
+
     def clause(self, clause: str, *, memories: bool = True) -> None:
         if ELIDED_START.match(clause):
             clause = "I " + clause  # "… and work at Acme": the subject is elided
+        clause = NOW_START.sub("", clause)  # "Now I live in Lisbon" says where, as of now
         clause = IM_ADVERBS.sub(r"\1 ", clause)
         if QUESTION_START.match(clause):
             return
         f = self.found
         mem = f.memory if memories else (lambda *a, **k: None)
+        for rx in R_NO_LONGER:
+            m = rx.search(clause)
+            if m:
+                self.no_longer(m.group("what"), mem)
+                return
 
         m = R_INSTRUCTION.match(clause)
         if m:
@@ -380,6 +404,11 @@ class _Rules:
         m = R_TOOK_UP.search(clause)
         if m and (obj := thing_phrase(m.group("obj"), pastime=True)) and not NOT_TAKEN_UP.match(obj):
             mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
+        m = R_SWITCHED.search(clause)
+        if m and (new := thing_phrase(m.group("new"))):
+            old = f" from {third_person_object(m.group('old').strip())}" if m.group("old") else ""
+            mem(f"The user switched{old} to {third_person_object(new)}", "preference", "preference")
+            return
         m = R_REPLACES.search(clause)
         if m and (new := thing_phrase(m.group("new"))):
             old = " ".join(m.group("old").split())

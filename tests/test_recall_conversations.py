@@ -1,0 +1,122 @@
+"""Recall over two-person conversations as they are really said: names and pleasantries,
+answers that follow the question in other words, updates said as changes — the real MiniLM
+model on a real Qdrant Edge shard."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_tiered_memory import MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import MiniLMEmbeddings
+
+T0 = datetime(2023, 3, 1, 18, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return MiniLMEmbeddings()
+
+
+@pytest.fixture
+def memory(tmp_path, minilm):
+    with TieredMemory(tmp_path / "memory", MemoryConfig(job_mode="inline"), embeddings=minilm) as m:
+        yield m
+
+
+def chat(memory: TieredMemory, user: str, sessions: list[list[tuple[str, str]]], first: str) -> dict[str, str]:
+    """Feeds ``(speaker, text)`` sessions an exchange at a time, each speaker named on the
+    message; returns the text of each message id."""
+    texts = {}
+    for n, session in enumerate(sessions):
+        at = T0 + timedelta(days=7 * n)
+        for i in range(0, len(session), 2):
+            messages: list[BaseMessage] = []
+            for j, (who, text) in enumerate(session[i : i + 2], i):
+                mid = f"s{n}-{j}"
+                texts[mid] = text
+                messages.append((HumanMessage if who == first else AIMessage)(text, name=who, id=mid))
+            memory.after_turn(user, f"{user}-s{n}", messages, at=at + timedelta(minutes=i))
+    memory.flush()
+    return texts
+
+
+PLEASANTRIES = [
+    [("Jon", "Hey Gina! How's it going?"), ("Gina", "Hey Jon! Busy week, how about you?"),
+     ("Jon", "Dance studio is keeping me on my toes."), ("Gina", "That's the spirit! Bye!")],
+    [("Jon", "Gina, long time! What's new?"),
+     ("Gina", "I lost my job at Door Dash this month, so money is tight right now."),
+     ("Jon", "Oh no, sorry to hear that."), ("Gina", "Remember Jon, Just do it!")],
+    [("Jon", "I'm nervous about the investor pitch."), ("Gina", "Go get 'em, Jon!"),
+     ("Jon", "Thanks Gina!"), ("Gina", "Good luck, Jon! Bye!")],
+]
+
+
+def test_turns_of_names_and_pleasantries_never_outrank_the_turn_that_says_it(memory):
+    texts = chat(memory, "gj", PLEASANTRIES, first="Jon")
+    hits = memory.recall("gj", "When has Gina lost her job at Door Dash?", k=5, at=T0 + timedelta(days=30))
+    named = [texts[i] for h in hits for i in h.message_ids]
+    answer = "I lost my job at Door Dash this month, so money is tight right now."
+    assert named[0] == answer
+    pleasantries = {"That's the spirit! Bye!", "Remember Jon, Just do it!", "Go get 'em, Jon!", "Good luck, Jon! Bye!"}
+    # Every pleasantry that is named at all comes after the answer, and none of them beat it.
+    assert all(named.index(p) > 0 for p in pleasantries if p in named)
+    first = hits[0]
+    assert all(h.score < first.score for h in hits[1:])
+
+
+def test_the_answer_that_follows_a_question_in_other_words_is_found(memory):
+    sessions = [
+        [("Maria", "I volunteered at the shelter again, it was lovely."),
+         ("John", "Yeah Maria, keep it up! I just joined a marching event for veterans' rights."),
+         ("Maria", "Wow, John! What inspired you to join it?"),
+         ("John", "I've always had great respect for our military and wanted to show my support."),
+         ("Maria", "That's amazing."), ("John", "Thanks!")],
+        [("Maria", "How was your weekend?"), ("John", "Relaxing, we went hiking up the hills."),
+         ("Maria", "Sounds fun, I spent mine baking bread."), ("John", "Nice, send me some!")],
+    ]
+    texts = chat(memory, "mj", sessions, first="Maria")
+    hits = memory.recall("mj", "What inspired John to join the marching event for veterans?", k=3,
+                         at=T0 + timedelta(days=20))
+    named = [texts[i] for h in hits for i in h.message_ids]
+    # The reply shares no word with the question but "join"'s neighbour: it is read with it.
+    assert "I've always had great respect for our military and wanted to show my support." in named[:3]
+
+
+def test_a_window_hit_names_its_messages_best_first(memory):
+    texts = chat(memory, "w", [[
+        ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),
+        ("Ana", "My sister Clara is moving to Porto next month for a job at the aquarium."),
+        ("Ben", "Oh nice, tell her congrats."),
+    ]], first="Ana")
+    hits = memory.recall("w", "Where is Clara moving for her new job?", k=3, grains=["window"])
+    assert hits and hits[0].grain == "window"
+    window = hits[0]
+    assert len(window.message_ids) > 1
+    assert texts[window.message_ids[0]].startswith("My sister Clara is moving to Porto")
+
+
+@pytest.mark.parametrize("before, after, question, new, old, attribute", [
+    ("I live in Paris with my wife.", "Big news: we moved from Paris to Lisbon last week.",
+     "where does the user live now?", "Lisbon", "Paris", "location"),
+    ("I live in Berlin.", "Now I live in Munich, closer to my parents.",
+     "where does the user live?", "Munich", "Berlin", "location"),
+    ("I work at Globex as an engineer.", "I no longer work at Globex.",
+     "where does the user work?", "no longer", "works at Globex", "employer"),
+])
+def test_update_phrasings_supersede_in_search_and_in_the_profile(memory, before, after, question, new, old, attribute):
+    memory.after_turn("u", "t1", [HumanMessage(before), AIMessage("Noted.")], at=T0)
+    memory.after_turn("u", "t2", [HumanMessage(after), AIMessage("Noted.")], at=T0 + timedelta(days=40))
+    memory.flush()
+    found = [h.entry.content for h in memory.search("u", question, k=5)]
+    assert new in found[0]
+    assert not any(old in f and new not in f for f in found)  # the old value is kept for history only
+    history = [m.content for m in memory.list_memories("u") if m.valid_to is not None]
+    assert any(old in h for h in history)
+    profile = memory.entity("u", "user")
+    assert profile is not None
+    values = [v.value for v in profile.history[attribute]]
+    assert len(values) == 2 and profile.history[attribute][0].superseded_at is not None
+    assert (new if attribute == "location" else "formerly") in profile.attributes[attribute]
