@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import messages_from_dict
 
+from .backends.bm25 import content_words
 from .dates import tells_current
 from .extraction.messages import message_text, speaker
 from .sentences import only_asks
@@ -113,9 +114,10 @@ class DialogueLayer:
 
     def pending(self, limit: int) -> list[Unit]:
         """Units whose point is not written yet, with their indexed text, ``asks``: the
-        share of their lines that only ask (recall trusts a question less as evidence), and
+        share of their lines that only ask (recall trusts a question less as evidence),
         ``news``: the share of the people's lines that tell of a change or of how things
-        stand now (what a question about now looks for)."""
+        stand now (what a question about now looks for), and ``words``: how many distinct
+        content words they say (a line of names and pleasantries says one or two)."""
         units = self._storage.units.unindexed(limit)
         lines = self.lines(units)
         out = []
@@ -126,8 +128,9 @@ class DialogueLayer:
             people = [line for line in own if line.speaker != "assistant"]
             news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
             # A span whose messages were all tool calls or system text has nothing to find.
+            words = len(content_words(" ".join(line.text for line in own)))
             out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
-                            fields={"current": 1, "asks": asks, "news": news}))
+                            fields={"current": 1, "asks": asks, "news": news, "words": words}))
         return out
 
     def embed(

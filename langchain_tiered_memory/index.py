@@ -76,7 +76,7 @@ RECALL_SCHEMA = CollectionSchema(
 )
 #: The payload fields a candidate carries: what the ranking reads before the records (the
 #: rest of a point's payload is for filters; leaving it in the engine makes a query cheaper).
-CANDIDATE_FIELDS = ("grain", "at", "asks", "news")
+CANDIDATE_FIELDS = ("grain", "at", "asks", "news", "words")
 #: Records indexed per batch (one embedding call, one write).
 BATCH = 64
 #: The vector kilobytes below which a user's points are scanned exactly rather than searched
@@ -484,6 +484,23 @@ class RecallIndex:
             for r in backend.retrieve(list(ids), with_vectors=True)
             if r.vector and r.payload.get(MODEL_FIELD) == backend.model_id
         }
+
+    def cosines(self, ids: Sequence[str], vector: Sequence[float]) -> dict[str, tuple[float, dict[str, Any]]]:
+        """The cosine to ``vector`` and the payload of the points among ``ids`` (read, not
+        searched: for units a search did not return but whose neighbours it did)."""
+        if not ids:
+            return {}
+        import numpy as np  # here, not at module level: importing the package loads no numpy
+
+        backend = self.backend()
+        records = [
+            r for r in backend.retrieve(list(ids), with_vectors=True)
+            if r.vector and r.payload.get(MODEL_FIELD) == backend.model_id
+        ]
+        if not records:
+            return {}
+        cos = np.asarray([r.vector for r in records], dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
+        return {r.id: (float(v), r.payload) for r, v in zip(records, cos)}
 
     def optimize(self) -> None:
         """Merge segments, build the search graphs and vacuum deleted points, now (the

@@ -23,6 +23,7 @@ budget allows the turns around a turn that matched.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -50,8 +51,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_GRAINS", "Evidence", "RecallLayer"]
 
-#: What recall searches unless told otherwise (sessions are the episodes section's).
-DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn", "window")
+#: What recall searches unless told otherwise (sessions are the episodes section's). A
+#: window is not a piece of evidence of its own: a turn is read with the turns beside it
+#: (:mod:`.ranking`), so ten hits name ten turns; windows are searched when asked for.
+DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn")
 #: Candidates per retrieval leg: at least ``CANDIDATES``, ``CANDIDATES_PER_RESULT`` per
 #: result asked for. On longchat (three seeds) 30 per leg for the context's 15 results
 #: ranked as 45 did (recall@10 0.93/0.92/0.91 either way; twice as many changed nothing
@@ -62,6 +65,8 @@ CANDIDATES_PER_RESULT = 2
 _TABLES = {"fact": "memories", "turn": "units", "window": "units", "session": "episodes"}
 #: Names followed from a question's relation words ("my brother") to the entity profiles.
 MAX_LINKED_NAMES = 3
+#: Seconds a user's speaker names are kept between reads (another process may add one).
+SPEAKERS_TTL = 30.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,7 @@ class RecallLayer:
         self.config = config
         self._counter = counter
         self._clock = clock
+        self._speaker_cache: dict[str, tuple[float, frozenset[str]]] = {}
 
     # --- search -----------------------------------------------------------------------
 
@@ -154,7 +160,10 @@ class RecallLayer:
     ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
-        vector = self._index.embed_query(query)
+        # The speakers a question names are matched by who said a turn (ranking), not by the
+        # embedding: a name pulls every short turn that says it ("Go get 'em, Jon!") towards
+        # the question. BM25 still reads the whole question.
+        vector = self._index.embed_query(_unnamed(query, self._speakers(user_id)))
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
 
@@ -191,7 +200,21 @@ class RecallLayer:
                 # A linked name's search scores a unit by other words: the stronger counts.
                 if best is None or (n >= direct and _strength(c) > _strength(best)):
                     found[c.id] = c
-        return self._ranker.rank(user_id, list(found.values()), k, now, named, Asked(query, at), window)
+        return self._ranker.rank(
+            user_id, list(found.values()), k, now, named, Asked(query, at), (window, since, until),
+            lambda ids: self._index.cosines(ids, vector),
+        )
+
+    def _speakers(self, user_id: str) -> frozenset[str]:
+        """The user's named speakers (cached a few seconds: read on the latency path)."""
+        now = time.monotonic()
+        cached = self._speaker_cache.get(user_id)
+        if cached is None or now - cached[0] > SPEAKERS_TTL:
+            if len(self._speaker_cache) > 1024:
+                self._speaker_cache.clear()
+            cached = (now, frozenset(self._storage.units.speakers(user_id)))
+            self._speaker_cache[user_id] = cached
+        return cached[1]
 
     def _linked_names(self, user_id: str, query: str) -> list[tuple[str, str]]:
         """``(relation, name)`` of the people and things the query's relation words point
@@ -303,6 +326,17 @@ def _naming(query: str, relation: str) -> str:
         return query
     says = re.compile(rf"\b{re.escape(relation)}\b", re.IGNORECASE)
     return next((s for s in reversed(sentences) if says.search(s)), query)
+
+
+def _unnamed(query: str, speakers: frozenset[str]) -> str:
+    """``query`` without the speakers' names it says (full or first name, possessive
+    included); the query itself when nothing else would be left."""
+    names = sorted({n for s in speakers for n in (s, s.split()[0])}, key=len, reverse=True)
+    if not names:
+        return query
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in names) + r")(?:'s|’s)?\b", re.IGNORECASE)
+    left = " ".join(pattern.sub(" ", query).split())
+    return left if re.search(r"\w", left) else query
 
 
 def _strength(c: Candidate) -> float:

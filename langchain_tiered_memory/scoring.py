@@ -6,15 +6,18 @@ the CLI all go through it.
 **Relevance** (0..1) says how well a unit matches the query, from the magnitudes of the two
 retrieval legs, not from ranks alone (ranks make the best of a bad lot look like a match):
 
-- dense: the cosine similarity ``c`` of query and unit, mapped linearly from the embedder's
-  *floor* (what unrelated texts score) to its *ceiling* (a close paraphrase) onto 0..1:
-  ``d = clip((c − floor) / (ceiling − floor), 0, 1)``;
-- sparse: the unit's BM25 score ``s`` (term weights × IDF, computed by Qdrant) saturated as
-  ``b = s / (s + half)``: ``half`` is the score of one solid rare-term match, so a name or
-  number the query shares counts, and piling up common words cannot pass for a match;
-- fused as a noisy OR: ``relevance = 1 − (1 − d) × (1 − w·b)``. Either signal alone can make
-  a match; together they make a stronger one; neither can push a non-match far. The
-  default threshold (``MemoryConfig.score_threshold``) then means "not relevant".
+- dense: the cosine similarity ``c`` of query and unit above the embedder's *floor* (what
+  unrelated texts score), ``d = max(0, c − floor) / (1 − floor)``;
+- sparse: the unit's BM25 score ``s`` (term weights × IDF, computed by Qdrant);
+- fused linearly: ``strength = w_d · d + s / s_full``, where ``s_full`` is the BM25 score
+  that alone makes a full match (several rare terms in common); ``relevance = min(1,
+  strength)``. Recall ranks messages by the strength itself (capped, every strong match
+  would tie at 1), the threshold reads the relevance. A sum,
+  not a noisy OR of saturated legs: saturating either leg made every loose paraphrase and
+  every turn sharing one word look alike at the top, and on real conversations (LoCoMo,
+  ``benchmarks/bench_locomo.py``) the sum ranked the answering turn first far more often
+  (R@1 0.10 → 0.36 in the same harness). Either signal alone can still make a match, and
+  the default threshold (``MemoryConfig.score_threshold``) means "not relevant".
 
 **Score** = ``relevance + TIE_BREAK × (prior − ½)``, where the *prior* is the unit's
 standing apart from the query: for a memory, its effective importance ``min(1, importance +
@@ -43,17 +46,19 @@ __all__ = [
     "boosted",
     "days_between",
     "decay_factor",
+    "in_context",
     "prior",
     "relevance",
     "score",
+    "strength",
 ]
 
 #: How far the prior can move a score (in relevance units, in total).
 TIE_BREAK = 0.05
 #: The formula, as the display and the CLI print it.
 FORMULA = (
-    f"score = relevance + {TIE_BREAK:g} × (prior − 0.5); relevance = 1 − (1 − dense) × "
-    "(1 − w × bm25); prior = min(1, importance + boost) × decay^days"
+    f"score = relevance + {TIE_BREAK:g} × (prior − 0.5); relevance = min(1, w × dense + "
+    "bm25 / bm25_full); prior = min(1, importance + boost) × decay^days"
 )
 _SECONDS_PER_DAY = 86_400.0
 
@@ -62,37 +67,51 @@ _SECONDS_PER_DAY = 86_400.0
 class Calibration:
     """What similarity values mean for one embedder and one BM25 index.
 
-    ``dense_floor``: the cosine of unrelated texts (maps to 0); ``dense_ceiling``: that of a
-    close paraphrase (maps to 1); ``sparse_half``: the BM25 score that counts as half a
-    match; ``sparse_weight``: how much a full BM25 match alone is worth (0..1).
+    ``dense_floor``: the cosine of unrelated texts (maps to 0); ``dense_weight``: what a
+    cosine of 1 adds; ``sparse_full``: the BM25 score that alone makes a full match.
     """
 
-    dense_floor: float = 0.1
-    dense_ceiling: float = 0.55
-    sparse_half: float = 10.0
-    sparse_weight: float = 0.6
+    dense_floor: float = 0.0
+    dense_weight: float = 1.0
+    sparse_full: float = 33.0
 
 
-#: all-MiniLM-L6-v2's scale, the offline default embedder's: a question and an unrelated
-#: statement sit near 0.0–0.2, a question and the statement that answers it near 0.2–0.6,
-#: paraphrases above 0.6. The floor sits low and BM25's half-match high because on long
-#: conversations the answer is often a loose paraphrase (cosine 0.2–0.3) while chatter
-#: shares the question's common words (BM25 4–7 on a window): measured on
-#: ``benchmarks/longchat`` (recall@10 0.79 → 0.85 with the threshold at 0.15).
+#: all-MiniLM-L6-v2's scale, the offline default embedder's, beside Qdrant's BM25 (k 1.2,
+#: b 0.75, stemmed English): a question and an unrelated statement sit near cosine 0.0–0.15,
+#: the statement that answers it near 0.25–0.6; one rare word in common scores BM25 5–10,
+#: a phrase 15–30. The ratio of the two weights (a BM25 point is worth 0.03 of cosine) was
+#: chosen on LoCoMo's real conversations (``benchmarks/bench_locomo.py``): 0.02–0.05 rank
+#: alike (R@10 within 0.01), the cosine alone or BM25 alone 0.10–0.20 lower. A loose
+#: paraphrase at cosine 0.15 or one rare shared word (BM25 5) passes the default threshold.
 DEFAULT_CALIBRATION = Calibration()
+
+
+def strength(dense: float | None, sparse: float | None, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
+    """How strongly a unit matches, ``w_d · d + s / s_full`` uncapped: what recall ranks by
+    (capping it would tie every strong match at 1); see the module docs."""
+    cal = calibration
+    d = 0.0
+    if dense is not None:
+        d = max(0.0, dense - cal.dense_floor) / (1.0 - cal.dense_floor)
+    b = 0.0
+    if sparse is not None and sparse > 0:
+        b = sparse / cal.sparse_full
+    return cal.dense_weight * d + b
 
 
 def relevance(dense: float | None, sparse: float | None, calibration: Calibration = DEFAULT_CALIBRATION) -> float:
     """Relevance in 0..1 from a unit's cosine (``None``: not a dense candidate) and BM25
-    score (``None``: no shared term); see the module docs."""
-    cal = calibration
-    d = 0.0
-    if dense is not None:
-        d = min(1.0, max(0.0, (dense - cal.dense_floor) / (cal.dense_ceiling - cal.dense_floor)))
-    b = 0.0
-    if sparse is not None and sparse > 0:
-        b = sparse / (sparse + cal.sparse_half)
-    return 1.0 - (1.0 - d) * (1.0 - cal.sparse_weight * b)
+    score (``None``: no shared term): :func:`strength` capped at 1."""
+    return min(1.0, strength(dense, sparse, calibration))
+
+
+def in_context(own: float, context: float, weight: float) -> float:
+    """The relevance of a message read with the messages beside it: its own, raised by
+    ``weight`` × the best neighbour's (``context``) towards 1. The answer to a question is
+    often the reply right after the words that match it ("What inspired you to join?" —
+    "I've always respected the military"), and the matching words often sit in the
+    question just before the answer: each lends the other some of its relevance."""
+    return own + weight * context * (1.0 - own)
 
 
 def days_between(now: datetime, then: datetime) -> float:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import VectorStoreError
 
-__all__ = ["bm25_document", "bm25_query"]
+__all__ = ["bm25_document", "bm25_query", "content_words"]
 
 
 # Cached once loaded (a failed import is not cached: it raises again). Two threads racing
@@ -44,3 +44,9 @@ def bm25_query(text: str) -> tuple[list[int], list[float]]:
     """BM25 terms of a query: each distinct term with weight 1."""
     vec = _model().embed_query(text)
     return list(vec.indices), list(vec.values)
+
+
+def content_words(text: str) -> set[int]:
+    """The distinct terms BM25 sees in ``text`` (stopwords left out, stems merged): what
+    the text says beyond its function words."""
+    return set(_model().embed_query(text).indices)

@@ -107,6 +107,16 @@ class Units(Indexed):
                     out[r[0]] = UnitRow(*r)
         return out
 
+    def speakers(self, user_id: str) -> set[str]:
+        """The named speakers of the user's messages (not ``user``/``assistant``)."""
+        with self.db.read() as tx:
+            rows = tx.all(
+                "SELECT DISTINCT speaker FROM units WHERE user_id = ? AND grain = 'turn' AND speaker IS NOT NULL "
+                "AND speaker NOT IN ('user', 'assistant')",
+                (user_id,),
+            )
+        return {r[0] for r in rows}
+
     def spans(self, units: Sequence[UnitRow]) -> dict[str, list[Spoken]]:
         """Each unit's spoken messages as ``(seq, message_id, created_at, data, tokens)``, by
         unit id (``tokens``: the message's stored count)."""

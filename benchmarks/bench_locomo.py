@@ -1,0 +1,371 @@
+"""Recall on real conversations: LoCoMo, the product path beside plain retrievers, in one process.
+
+Each conversation is fed the way an application feeds it: ``after_turn`` once per exchange
+(two consecutive turns; each speaker named on the message, ``at=`` its session's date), one
+thread per session, ``end_session`` after each, defaults (offline extraction), ``flush``.
+Then one question at a time, asked the day after the conversation's last session:
+
+* ``ours``: ``recall(user, question, k=10)``, counting the first k **distinct message ids**
+  its hits name (a fact names its sources, a window all its messages);
+* ``ours-facts``: ``search(user, question, k=10)``, the long-term memories' source messages;
+* ``bm25``, ``dense`` (the package's own MiniLM), ``hybrid`` (their RRF) and LangGraph's
+  ``InMemoryStore``: over single turns written ``speaker: text`` (``longchat/systems.py``).
+
+Measures: R@1/5/10 per category (the share of a question's evidence turns among the first
+k message ids); the evidence turns and the answer in what ``before_turn`` sends for the
+question (a fresh thread, the default budget), and in each baseline's top ten cut to the
+same number of words; the offline extractor against LoCoMo's observations (the share of
+observed facts whose evidence turn is a source of some memory); latency.
+
+    python benchmarks/bench_locomo.py --data ../shared/data/locomo10.json
+    python benchmarks/bench_locomo.py --data locomo10.json --conversations 2 --out /tmp/lc
+
+Writes ``locomo.md``, ``locomo.json`` and ``locomo.png`` to ``--out`` (default
+``benchmarks/results``). The data (CC BY-NC 4.0) is not in this repository: get
+``data/locomo10.json`` from the public ``snap-research/LoCoMo`` repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
+
+from langchain_tiered_memory import TieredMemory  # noqa: E402
+from langchain_tiered_memory.backends.bm25 import content_words  # noqa: E402
+from locomo import CATEGORIES, Conversation, Question, load  # noqa: E402
+from longchat.metrics import mean, percentile  # noqa: E402
+from longchat.systems import BASELINES, SharedVectors, build  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+KS = (1, 5, 10)
+SYSTEMS = ("ours", "ours-facts", *BASELINES)
+#: The paper's Table 3 (as quoted by a secondary source): DRAGON over turns written
+#: ``(date) speaker said, "text"``, recall@10 per category (share of evidence turns).
+PUBLISHED = {"system": "DRAGON (paper)", "r@10": {1: 0.466, 2: 0.773, 3: 0.408, 4: 0.777}}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, required=True, help="locomo10.json")
+    p.add_argument("--conversations", type=int, help="the first N conversations only")
+    p.add_argument("--questions", type=int, help="the first N questions of each conversation only")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}")
+    p.add_argument("--out", type=Path, default=HERE / "results")
+    args = p.parse_args(argv)
+    args.system_list = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
+    if not args.system_list:
+        p.error(f"choose systems among {', '.join(SYSTEMS)}")
+    return args
+
+
+# --- the product path ------------------------------------------------------------------
+
+
+def message_id(conv: Conversation, dia: str) -> str:
+    return f"{conv.id}:{dia}"
+
+
+def ingest(memory: TieredMemory, conversations: list[Conversation]) -> float:
+    """Every conversation through ``after_turn``, an exchange at a time; seconds taken."""
+    start = time.perf_counter()
+    for conv in conversations:
+        first = conv.speakers[0]
+        for n, session in enumerate(conv.sessions, 1):
+            thread = f"{conv.id}-s{n}"
+            for i in range(0, len(session), 2):
+                pair = session[i : i + 2]
+                messages: list[BaseMessage] = [
+                    (HumanMessage if t.speaker == first else AIMessage)(t.text, name=t.speaker, id=message_id(conv, t.id))
+                    for t in pair
+                ]
+                memory.after_turn(conv.id, thread, messages, at=pair[0].at)
+            memory.end_session(conv.id, thread)
+    memory.flush()
+    return time.perf_counter() - start
+
+
+def first_ids(hits: list[tuple[str, ...]], k: int) -> list[str]:
+    """The first ``k`` distinct message ids the hits name, in order."""
+    out: list[str] = []
+    for ids in hits:
+        for i in ids:
+            if i not in out:
+                out.append(i)
+                if len(out) == k:
+                    return out
+    return out
+
+
+def recall_at(ids: list[str], evidence: tuple[str, ...], k: int) -> float:
+    return len(set(ids[:k]) & set(evidence)) / len(evidence)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def quoted(turn_text: str, text: str) -> bool:
+    """Whether a turn is quoted in ``text`` (its first 80 characters: a neighbour may be
+    shortened after them)."""
+    return _norm(turn_text)[:80] in _norm(text)
+
+
+def answered(answer: str, text: str) -> bool:
+    """Every content word of the answer (stemmed, as BM25 reads them) is in ``text``."""
+    wanted = content_words(answer)
+    return bool(wanted) and wanted <= content_words(text)
+
+
+def cut(text: str, words: int) -> str:
+    return " ".join(text.split()[:words])
+
+
+# --- the run ---------------------------------------------------------------------------
+
+
+def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dict[str, Any]:
+    systems = args.system_list
+    baselines = [s for s in systems if s in BASELINES]
+    records: list[dict[str, Any]] = []
+    latency: dict[str, list[float]] = defaultdict(list)
+    turns = sum(len(c.turns) for c in conversations)
+    out: dict[str, Any] = {"turns": turns, "ingest_ms_per_turn": {}}
+
+    retrievers: dict[str, Any] = {}
+    if baselines:
+        from langchain_tiered_memory.embeddings import default_embeddings
+
+        vectors = SharedVectors(default_embeddings())
+        if any(b != "bm25" for b in baselines):
+            vectors.precompute([t.indexed_text for c in conversations for t in c.turns])
+        retrievers = build(baselines, vectors)
+        for name, r in retrievers.items():
+            for c in conversations:
+                r.index(c.id, c.turns)
+            out["ingest_ms_per_turn"][name] = (r.index_s + (vectors.embed_s if r.uses_embeddings else 0)) * 1000 / turns
+
+    ours = "ours" in systems or "ours-facts" in systems
+    tmp = tempfile.TemporaryDirectory(prefix="locomo-ours-")
+    memory = TieredMemory(tmp.name) if ours else None
+    try:
+        if memory is not None:
+            out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations) * 1000 / turns
+            out["extraction"] = extraction(memory, conversations)
+        asked_n = 0
+        for conv in conversations:
+            texts = {t.id: t.text for t in conv.turns}
+            asked = conv.last_at + timedelta(days=1)
+            for q in conv.questions[: args.questions]:
+                asked_n += 1
+                base = {"conversation": conv.id, "category": q.category}
+                words = None
+                if memory is not None and "ours" in systems:
+                    start = time.perf_counter()
+                    hits = memory.recall(conv.id, q.text, k=10, at=asked, peek=True)
+                    latency["recall"].append((time.perf_counter() - start) * 1000)
+                    ids = [i.split(":", 1)[1] for i in first_ids([h.message_ids for h in hits], 10)]
+                    start = time.perf_counter()
+                    ctx = memory.before_turn(conv.id, f"{conv.id}-ask-{asked_n}", q.text, at=asked, peek=True)
+                    latency["before_turn"].append((time.perf_counter() - start) * 1000)
+                    text = "\n".join(m.text for m in ctx.messages)
+                    words = len(text.split())
+                    records.append({**base, "system": "ours", **_scores(ids, q),
+                                    "evidence_in_context": mean(quoted(texts[e], text) for e in q.evidence),
+                                    "answer_in_context": answered(q.answer, text), "context_words": words})
+                if memory is not None and "ours-facts" in systems:
+                    found = memory.search(conv.id, q.text, k=10, peek=True)
+                    ids = [i.split(":", 1)[1] for i in first_ids([tuple(h.entry.source_message_ids) for h in found], 10)]
+                    records.append({**base, "system": "ours-facts", **_scores(ids, q)})
+                for name in baselines:
+                    ids = retrievers[name].search(conv.id, q.text, 10)
+                    rec = {**base, "system": name, **_scores(ids, q)}
+                    if words is not None:
+                        top = cut("\n".join(f"{t.speaker}: {t.text}" for t in _turns(conv, ids)), words)
+                        rec["evidence_in_context"] = mean(quoted(texts[e], top) for e in q.evidence)
+                        rec["answer_in_context"] = answered(q.answer, top)
+                    records.append(rec)
+    finally:
+        if memory is not None:
+            memory.close()
+        tmp.cleanup()
+    out["records"] = records
+    out["latency_ms"] = {k: {"p50": percentile(v, 50), "p99": percentile(v, 99), "n": len(v)} for k, v in latency.items()}
+    return out
+
+
+def _turns(conv: Conversation, ids: list[str]) -> list[Any]:
+    by_id = {t.id: t for t in conv.turns}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _scores(ids: list[str], q: Question) -> dict[str, float]:
+    return {f"r@{k}": recall_at(ids, q.evidence, k) for k in KS}
+
+
+def extraction(memory: TieredMemory, conversations: list[Conversation]) -> dict[str, Any]:
+    """The offline extractor against LoCoMo's observations: the share of observed facts
+    whose evidence turn is a source of some memory, and how many memories it made."""
+    sources: set[str] = set()
+    made = 0
+    for conv in conversations:
+        offset = 0
+        while page := memory.list_memories(conv.id, limit=1000, offset=offset):
+            offset += len(page)
+            made += len(page)
+            sources.update(i for entry in page for i in entry.source_message_ids)
+    observed = [(conv, dia) for conv in conversations for _, dia in conv.observations]
+    covered = sum(message_id(conv, dia) in sources for conv, dia in observed)
+    return {"observations": len(observed), "covered": covered,
+            "share": covered / len(observed) if observed else None, "memories": made}
+
+
+def aggregate(records: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
+    by: dict[tuple[str, Any], list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        by[(r["system"], r["category"])].append(r)
+        by[(r["system"], "all")].append(r)
+    table: dict[str, dict[str, dict[str, Any]]] = {}
+    for s in systems:
+        table[s] = {}
+        for cat in (*CATEGORIES, "all"):
+            rows = by.get((s, cat), [])
+            table[s][str(cat)] = {
+                "n": len(rows), **{f"r@{k}": mean(r[f"r@{k}"] for r in rows) for k in KS},
+                "evidence_in_context": mean(r["evidence_in_context"] for r in rows if "evidence_in_context" in r),
+                "answer_in_context": mean(r["answer_in_context"] for r in rows if "answer_in_context" in r),
+                "context_words": mean(r["context_words"] for r in rows if "context_words" in r),
+            }
+    return table
+
+
+# --- the report ------------------------------------------------------------------------
+
+
+def _f(v: Any) -> str:
+    return "—" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    systems, table = report["systems"], report["table"]
+    n = table[systems[0]]["all"]["n"]
+    lines = [
+        "# LoCoMo: does recall find the turns that answer?",
+        "",
+        f"Command: `{report['command']}`  ",
+        f"{report['conversations']} conversations, {report['turns']:,} turns, {n} questions (categories 1–4). "
+        f"Run time {report['seconds']:.0f} s on {report['machine']}.",
+        "",
+        "R@k: the share of a question's evidence turns among the first k distinct message ids a system "
+        "names. Ours: `recall()` (facts name their source messages); ours-facts: `search()` (long-term "
+        "memories only). Baselines: single turns `speaker: text`.",
+        "",
+        "| system | " + " | ".join(f"{CATEGORIES[c]} R@1/5/10" for c in CATEGORIES) + " | **all R@1** | **all R@5** | **all R@10** |",
+        "|---|" + "---|" * (len(CATEGORIES) + 3),
+    ]
+    for s in systems:
+        cells = ["/".join(_f(table[s][str(c)][f"r@{k}"]) for k in KS) for c in CATEGORIES]
+        total = [f"**{_f(table[s]['all'][f'r@{k}'])}**" for k in KS]
+        lines.append(f"| {s} | " + " | ".join(cells) + " | " + " | ".join(total) + " |")
+    pub = PUBLISHED["r@10"]
+    weighted = sum(pub[c] * table[systems[0]][str(c)]["n"] for c in CATEGORIES) / max(1, n)
+    lines.append(f"| {PUBLISHED['system']} | " + " | ".join(f"–/–/{pub[c]:.3f}" for c in CATEGORIES)
+                 + f" | – | – | ≈{weighted:.3f} |")
+    lines += [
+        "",
+        "## In what the model is sent",
+        "",
+        "Evidence: the share of a question's evidence turns quoted in what `before_turn` sends for it (a "
+        "fresh thread, the default budget); baselines: their top ten turns cut to the same number of words. "
+        "Answer: every content word of the answer is there.",
+        "",
+        "| system | evidence in context | answer in context | words |",
+        "|---|---|---|---|",
+    ]
+    for s in systems:
+        row = table[s]["all"]
+        if row["evidence_in_context"] is not None:
+            lines.append(f"| {s} | {_f(row['evidence_in_context'])} | {_f(row['answer_in_context'])} | "
+                         f"{_f(row['context_words'] or table['ours']['all']['context_words'])} |")
+    ex = report.get("extraction")
+    if ex:
+        lines += ["", "## Extraction", "",
+                  f"Offline extractor: {ex['memories']:,} memories; {ex['covered']:,} of {ex['observations']:,} "
+                  f"observed facts ({_f(ex['share'])}) have their evidence turn among the memories' sources."]
+    lines += ["", "## Speed", "", "| measure | value |", "|---|---|"]
+    for name, ms in report["ingest_ms_per_turn"].items():
+        lines.append(f"| ingest {name}, ms per turn | {ms:.1f} |")
+    for name, d in report["latency_ms"].items():
+        lines.append(f"| {name} p50 / p99, ms | {_f(d['p50'])} / {_f(d['p99'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems, table = report["systems"], report["table"]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    groups = [*CATEGORIES, "all"]
+    width = 0.8 / len(systems)
+    for i, s in enumerate(systems):
+        ax.bar([g + i * width for g in range(len(groups))], [table[s][str(c)]["r@10"] or 0 for c in groups], width, label=s)
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+    ax.set_xticklabels([CATEGORIES.get(c, "all") if isinstance(c, int) else c for c in groups])
+    ax.set_ylabel("R@10")
+    ax.set_ylim(0, 1)
+    ax.set_title("LoCoMo: evidence turns among the first 10 message ids")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    conversations = load(args.data, args.conversations)
+    result = evaluate(args, conversations)
+    report = {
+        "command": "python benchmarks/bench_locomo.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+        "conversations": len(conversations),
+        "turns": result["turns"],
+        "systems": args.system_list,
+        "table": aggregate(result["records"], args.system_list),
+        "ingest_ms_per_turn": result["ingest_ms_per_turn"],
+        "latency_ms": result["latency_ms"],
+        "extraction": result.get("extraction"),
+        "published": PUBLISHED,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "seconds": time.perf_counter() - started,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "locomo.json").write_text(json.dumps({**report, "records": result["records"]}, indent=1, default=str))
+    (args.out / "locomo.md").write_text(markdown(report))
+    plot(report, args.out / "locomo.png")
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
