@@ -621,6 +621,8 @@ class TieredMemory(AdapterAccess):
         ``since``/``until`` keep only what was said in that span. No LLM is called.
         """
         self._check_open()
+        # Bounded as search() bounds it: a 10 MB query took 10 s to embed and parse for dates.
+        query = check_query(query)
         check_time("at", at)
         check_time("since", since)
         check_time("until", until)

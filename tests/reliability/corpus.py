@@ -71,6 +71,8 @@ def cases(forgeries: list[str]) -> list[Case]:
     add("oversize", "metadata of 70,000 characters", lambda m: m.remember("u", "fine", metadata={"k": "v" * 70_000}), "ours")
     add("oversize", "10 MB query", lambda m: _timed(lambda: m.search("u", BIG), 5), "ok")
     add("oversize", "10 MB before_turn query", lambda m: _timed(lambda: m.before_turn("u", "base", query=BIG), 5), "ok")
+    add("oversize", "10 MB recall query", lambda m: _timed(lambda: m.recall("u", BIG), 5), "ok")
+    add("oversize", "10 MB store query", lambda m: _timed(lambda: m.store.search(("docs",), query=BIG), 5), "ok")
     add("oversize", "user id of 513 characters", lambda m: m.after_turn("u" * 513, "t", [H("x")]), "ours")
     add("oversize", "message id of 513 characters", lambda m: m.after_turn("u", "t", [H("x", id="i" * 513)]), "ours")
     add("oversize", "k of 10**9", lambda m: m.search("u", "apple", k=10**9), "ours")
@@ -107,6 +109,10 @@ def cases(forgeries: list[str]) -> list[Case]:
         add("surrogate", f"{s!r} in entity name", lambda m, s=s: m.entity("u", s), "ours")
         add("surrogate", f"{s!r} in store key", lambda m, s=s: m.store.put(("docs",), s, {"v": 1}), "ours")
         add("surrogate", f"{s!r} in store namespace", lambda m, s=s: m.store.search(("memories", s)), "ours")
+        add("surrogate", f"{s!r} in store value", lambda m, s=s: m.store.put(("x", "u"), "k", {"v": s}), "ours")
+        add("surrogate", f"{s!r} in store value key", lambda m, s=s: m.store.put(("x", "u"), "k", {s: "v"}), "ours")
+        add("surrogate", f"{s!r} in store memory", lambda m, s=s: m.store.put(("memories", "u"), "k", {"content": "ok", "note": s}), "ours")
+        add("surrogate", f"{s!r} in recall query", lambda m, s=s: m.recall("u", s), "ours")
         add("surrogate", f"{s!r} in tool call args", lambda m, s=s: m.after_turn("u", "t", [AIMessage("", tool_calls=[{"name": "f", "args": {"a": s}, "id": "c"}])]), "ours")
     # --- wrong types
     for bad in (None, 42, 1.5, b"bytes", [], {}, object(), True, math.nan):
