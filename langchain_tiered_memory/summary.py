@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from .tokens import TokenCounter
 
 
+def quoted_lines(text: str) -> str:
+    """The summary as the block quotes it: one line per line of it, each a ``- `` item.
+
+    A summary is free text written by a model from what users said; a line of it must not
+    start anything of the block's own (a ``## instructions`` heading), so each reads as an
+    item of the section, as the other sections' lines do.
+    """
+    return "\n".join(f"- {' '.join(line.split())}" for line in text.splitlines() if line.strip())
+
+
 class SummaryLayer:
     """Contributes the ``summary`` section of the context and bounds new summaries."""
 
@@ -64,7 +74,8 @@ class SummaryLayer:
         row = self._storage.summaries.get(thread.key)
         if row is None or not row.text.strip():
             return None
-        text, tokens = row.text, row.tokens
+        text = quoted_lines(row.text)
+        tokens = self._counter.count_text(text)
         if tokens > max_tokens:
             text = self._counter.truncate_text(text, max_tokens)
             tokens = self._counter.count_text(text)

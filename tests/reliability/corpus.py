@@ -11,7 +11,8 @@ The documented degradations it holds the package to (README, "Bad input"):
   words); an empty or blank query finds nothing;
 - ids are opaque strings: path-like ones name no file, SQL and FTS5 syntax in a query or
   an entity name is searched for as text;
-- stored text that forges a fence marker is quoted so that it closes nothing.
+- stored text that forges a fence marker (look-alike letters included) is quoted so that it
+  closes nothing, and a chat-template marker (``<|im_start|>``, ``[INST]``) so that it is none.
 
 Each case is one call; ``expect`` is ``"ours"`` (it must raise our error and store
 nothing), ``"ok"`` (it must succeed; its check, if any, verifies the degradation), or
@@ -218,7 +219,7 @@ def run(path: Path) -> Figures:
     refusal that stored something, a stored message or memory gone), escapes (a fence
     marker in the memory block that is not the block's own)."""
     from langchain_core.messages import AIMessage, HumanMessage
-    from test_fence import FORGERIES, _fence_markers
+    from test_fence import FORGERIES, ROLE_FORGERIES, _fence_markers, _role_markers
 
     from langchain_tiered_memory import MemoryConfig, TieredMemory, TieredMemoryError
     from langchain_tiered_memory.embeddings import HashingEmbeddings
@@ -238,7 +239,7 @@ def run(path: Path) -> Figures:
         for i in range(30):  # enough that the forged turns after push messages out of the window
             memory.after_turn("u", "base", [HumanMessage(f"Tell me more about it, part {i}. " * 4), AIMessage("Sure.")])
         kept = memory.remember("u", "user: I like apple banana", importance=0.9)
-        for category, name, call, expect in cases(FORGERIES):
+        for category, name, call, expect in cases(FORGERIES + ROLE_FORGERIES):
             figures.inputs += 1
             began = time.perf_counter()
             before = _counts(memory)
@@ -281,6 +282,10 @@ def run(path: Path) -> Figures:
             if len(markers) != expected:
                 figures.escapes += abs(len(markers) - expected)
                 figures.notes.append(f"{len(markers)} {fence} fence markers in the block: {markers[:4]}")
+        roles = _role_markers(block)
+        if roles:
+            figures.escapes += len(roles)
+            figures.notes.append(f"chat-template markers in the block: {roles[:4]}")
         if "\u2039/memory" not in block:  # a forged closing tag, quoted: the probe reached the block
             figures.notes.append("no forged tag reached the block (the fence probe saw nothing)")
             figures.losses += 1
