@@ -174,7 +174,8 @@ class MemoryConfig(BaseModel):
         default_factory=SpendBudget,
         description=(
             "Limits on what background LLM jobs may spend per hour (calls, tokens; in all and "
-            "per user): over them, jobs wait and never fail (see budget.py). Default: none."
+            "per user): over them, jobs wait and never fail (see budget.py). Default: none; "
+            "spending.ENV_MODEL_BUDGET when the model comes from OPENAI_API_KEY."
         ),
     )
     idle_timeout_minutes: float | None = Field(

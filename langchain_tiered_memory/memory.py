@@ -88,7 +88,9 @@ class TieredMemory(AdapterAccess):
             every record) and the vector index (``qdrant/``) are created in it.
         config: Budgets and forgetting parameters (a :class:`MemoryConfig` or a dict).
         model: Chat model for the layers that need an LLM (summary, extraction). Without
-            one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead.
+            one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead; one
+            that ``OPENAI_API_KEY`` chooses spends within ``spending.ENV_MODEL_BUDGET`` unless
+            ``config`` sets a budget.
         embeddings: Embeddings for recall (default: all-MiniLM-L6-v2 int8, offline).
         token_counter: A chat model or a callable over a list of messages, to count tokens
             instead of tiktoken ``cl100k_base``.
