@@ -27,7 +27,9 @@ def quoted_lines(text: str) -> str:
     start anything of the block's own (a ``## instructions`` heading), so each reads as an
     item of the section, as the other sections' lines do.
     """
-    return "\n".join(f"- {' '.join(line.split())}" for line in text.splitlines() if line.strip())
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    # A model that wrote its summary as a list keeps its items (not "- - item").
+    return "\n".join(line if line.startswith("- ") else f"- {line}" for line in lines if line)
 
 
 class SummaryLayer:
