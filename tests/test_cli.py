@@ -295,8 +295,11 @@ def test_forget_with_yes_deletes_and_prints_counts(fresh):
     thread = _run("--data-dir", fresh, "forget", "--thread", "t1", "--yes")
     for result in (one, entity, thread):
         assert result.returncode == 0, result.stderr
-    assert json.loads(one.stdout) == {"memories": 1} and json.loads(entity.stdout) == {"entities": 1}
+    scrubbed = {"job_answers_scrubbed": 0, "wal_scrubbed": True}  # what the forget scrubbed after
+    assert json.loads(one.stdout) == {"memories": 1, **scrubbed}
+    assert json.loads(entity.stdout) == {"entities": 1, **scrubbed}
     assert thread.stdout.startswith("forgot 1 threads, ") and f"{n_messages} messages" in thread.stdout
+    assert "wal scrubbed" not in thread.stdout  # a note of the scrub, not a count of what went
     with TieredMemory(fresh) as m:
         assert m.get_messages("alice", "t1") == [] and m.search_episodes("alice") == []
         assert not any("Louvre" in e.content for e in m.list_memories("alice"))
@@ -472,9 +475,6 @@ def test_reindex_rebuilds_vectors_after_a_model_change_with_a_progress_bar(fresh
         assert "Louvre" in m.search("alice", "which museum does Alice like", k=1)[0].entry.content
 
 
-def test_ctrl_c_exits_130_quietly(tmp_path):
-    proc = subprocess.Popen([*CLI, "--data-dir", str(tmp_path / "m"), "chat"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
 #: The number of the ``read`` system call, by machine (``/proc/PID/syscall`` names it so).
 _READ_SYSCALL = {"x86_64": "0", "aarch64": "63", "riscv64": "63", "ppc64le": "3", "s390x": "3"}
 
@@ -502,6 +502,9 @@ def _wait_reading_stdin(pid: int, timeout: float = 60.0) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/syscall").exists() or os.uname().machine not in _READ_SYSCALL,
                     reason="needs Linux's /proc/PID/syscall to see the chat wait on its input")
+def test_ctrl_c_exits_130_quietly(tmp_path):
+    proc = subprocess.Popen([*CLI, "--data-dir", str(tmp_path / "m"), "chat"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         assert "chatting as" in proc.stdout.readline()
         _wait_reading_stdin(proc.pid)  # waiting for input now
