@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         DataDirError,
         EmbeddingError,
         EmbeddingMismatchError,
+        ExtractionCutOffError,
         ExtractionError,
         ExtractionTimeoutError,
         ForeignDatabaseError,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from .integrations.store import TieredMemoryStore
     from .integrations.tools import create_memory_tools
     from .integrations.vectorstore import MemoryVectorStore
+    from .jobs import JobInfo, JobJournal
     from .llm_config import ModelSettings
     from .memory import ThreadInfo, TieredMemory
     from .scoring import ScoreParts
@@ -85,7 +87,8 @@ if TYPE_CHECKING:
 
 _ERRORS = (
     "ConfigError", "CorruptDatabaseError", "DataDirError", "EmbeddingError", "EmbeddingMismatchError",
-    "ExtractionError", "ExtractionTimeoutError", "ForeignDatabaseError", "InvalidIdentifierError",
+    "ExtractionCutOffError", "ExtractionError", "ExtractionTimeoutError", "ForeignDatabaseError",
+    "InvalidIdentifierError",
     "InvalidInputError", "InvalidMessageError", "MemoryClosedError", "ModelUnavailableError",
     "NotFoundError", "SchemaVersionError", "ShardLockedError", "StorageError", "ThreadOwnershipError",
     "TieredMemoryError", "TokenCounterError", "VectorStoreError",
@@ -122,6 +125,8 @@ _LAZY: dict[str, str] = {
     "TieredMemoryStore": ".integrations.store",
     "create_memory_tools": ".integrations.tools",
     "MemoryVectorStore": ".integrations.vectorstore",
+    "JobInfo": ".jobs",
+    "JobJournal": ".jobs",
     "ModelSettings": ".llm_config",
     "ThreadInfo": ".memory",
     "TieredMemory": ".memory",
@@ -167,6 +172,7 @@ __all__ = [
     "Entity",
     "Episode",
     "EpisodeHit",
+    "ExtractionCutOffError",
     "ExtractionError",
     "ExtractionTimeoutError",
     "ForeignDatabaseError",
@@ -174,6 +180,8 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidInputError",
     "InvalidMessageError",
+    "JobInfo",
+    "JobJournal",
     "JobUsage",
     "MemoryClosedError",
     "MemoryConfig",

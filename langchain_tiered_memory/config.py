@@ -34,9 +34,13 @@ MAX_ATTEMPTS = 100
 MAX_IDLE_MINUTES = 10 * 365 * 24 * 60
 #: Most memories a user may keep (SQLite's LIMIT takes a 64-bit integer; this leaves room).
 MAX_MEMORIES_LIMIT = 1_000_000_000
+#: Longest wait of a forget for the readers of the write-ahead log (writers wait as long).
+MAX_SCRUB_WAIT_SECONDS = 60.0
 #: Model calls a job may make one after the other, each up to ``llm_timeout_seconds``: the
-#: extraction, then the compression of an overlong summary. Its lease must outlast them.
-CALLS_PER_JOB = 2
+#: extraction asked in each structured-output method in turn (``extraction.AUTO_METHODS``,
+#: three), then the compression of an overlong summary. A running job's lease is renewed for
+#: this long at most (``jobs/lease.py``): past it, the job is wedged.
+CALLS_PER_JOB = 4
 
 
 class MemoryConfig(BaseModel):
@@ -124,21 +128,54 @@ class MemoryConfig(BaseModel):
             "Either way they are journaled first."
         ),
     )
-    job_max_attempts: int = Field(5, ge=1, le=MAX_ATTEMPTS, description="Attempts before a job is marked failed.")
+    job_max_attempts: int = Field(
+        5, ge=1, le=MAX_ATTEMPTS,
+        description=(
+            "Attempts before a job is marked failed. Tries against a model that cannot be "
+            "reached do not count: job_retry_horizon_seconds bounds those."
+        ),
+    )
     job_backoff_seconds: float = Field(
         2.0, ge=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="Delay before the first retry; doubles with each attempt."
     )
+    job_retry_horizon_seconds: float = Field(
+        900.0, ge=0.0, le=MAX_SECONDS, allow_inf_nan=False,
+        description=(
+            "How long a job keeps retrying while its model cannot be reached (refused "
+            "connections, timeouts, HTTP 429 and 5xx), counted from its first such failure: "
+            "the waits grow with the outage up to a minute, no worker is held meanwhile, and "
+            "the job fails only once this has passed (jobs/retry.py). 0: such failures count "
+            "as attempts like any other."
+        ),
+    )
     job_lease_seconds: float = Field(
-        300.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="How long a worker owns a job before another may take it."
+        300.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False,
+        description=(
+            "How long a worker owns a job before another may take it over. Renewed every "
+            "third of it while the job runs, so it need not cover a slow model's calls: it is "
+            "how soon the job of a worker that died runs elsewhere."
+        ),
     )
     llm_timeout_seconds: float = Field(
         60.0, gt=0.0, le=MAX_SECONDS, allow_inf_nan=False, description="An extraction call taking longer fails (and is retried)."
+    )
+    llm_max_output_tokens: int | None = Field(
+        None, gt=0, le=MAX_TOKENS_LIMIT,
+        description=(
+            "Output-token cap (max_tokens) of every extraction, episode and summary call. "
+            "None: sized to each call's schema (extraction/caps.py: about 1,900 tokens for a "
+            "turn, plus the summary budget when a summary is asked for, 650 for an episode), "
+            "so a model that loops stops there instead of at the end of its context. A cut-off "
+            "answer counts as its structured-output method failing, and the next one is "
+            "tried. Raise it for reasoning models, whose thinking counts against it."
+        ),
     )
     budget: SpendBudget = Field(
         default_factory=SpendBudget,
         description=(
             "Limits on what background LLM jobs may spend per hour (calls, tokens; in all and "
-            "per user): over them, jobs wait and never fail (see budget.py). Default: none."
+            "per user): over them, jobs wait and never fail (see budget.py). Default: none; "
+            "spending.ENV_MODEL_BUDGET when the model comes from OPENAI_API_KEY."
         ),
     )
     idle_timeout_minutes: float | None = Field(
@@ -151,6 +188,16 @@ class MemoryConfig(BaseModel):
             "opens and by the background worker); None: only end_session() writes episodes."
         ),
     )
+    scrub_wait_seconds: float = Field(
+        2.0, ge=0.0, le=MAX_SCRUB_WAIT_SECONDS, allow_inf_nan=False,
+        description=(
+            "How long forget() (and close()) waits for readers of memory.db's write-ahead log "
+            "— a read transaction open in this process, such as a checkpointer list() "
+            "iterator, or in another — to truncate it, since its frames still hold the "
+            "forgotten rows. Writers wait meanwhile. Past it forget() returns with "
+            "'wal_scrubbed': False and a WARNING, and the truncation is retried (forgetting.py)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _check_budget(self) -> MemoryConfig:
@@ -161,21 +208,6 @@ class MemoryConfig(BaseModel):
                 f"({self.system_reserve}) + output_reserve ({self.output_reserve}) by at least "
                 f"{MIN_WINDOW_TOKENS} tokens, so that the conversation window has room; raise "
                 "max_tokens or lower the reserves"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _check_lease(self) -> MemoryConfig:
-        # A lease that ends while a call is still within its timeout hands the job to another
-        # worker mid-call: the same job would then run twice at once.
-        needed = CALLS_PER_JOB * self.llm_timeout_seconds
-        if self.job_lease_seconds < needed:
-            raise ValueError(
-                f"job_lease_seconds ({self.job_lease_seconds:g}) must be at least {CALLS_PER_JOB} × "
-                f"llm_timeout_seconds ({self.llm_timeout_seconds:g}) = {needed:g}: a job makes up "
-                f"to {CALLS_PER_JOB} model calls in a row (the extraction, then the summary's "
-                "compression), and a lease that ends during one hands the job to another worker "
-                "while it still runs; raise job_lease_seconds or lower llm_timeout_seconds"
             )
         return self
 
@@ -198,7 +230,11 @@ _WHY_BOUNDED = {
     "llm_timeout_seconds": "a call that takes longer than a day has failed",
     "job_lease_seconds": "a lease longer than a day would keep a crashed worker's job for as long",
     "job_backoff_seconds": "the delay doubles on each retry; start it below a day",
+    "job_retry_horizon_seconds": (
+        "after a longer outage, run the failed jobs again with memory.jobs.retry() or `tiered-memory jobs retry --failed`"
+    ),
     "job_max_attempts": "the retry delay doubles each time, so more attempts would never run",
+    "scrub_wait_seconds": "every write waits as long; retry later with memory.scrub() instead",
     "idle_timeout_minutes": "a longer idle time is a mistake, and a far longer one overflows Python's dates",
 }
 

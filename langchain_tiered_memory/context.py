@@ -173,11 +173,24 @@ def render_memory_text(sections: Sequence[ContextSection]) -> str:
     :mod:`~langchain_tiered_memory.fence`), so the block has exactly one opening and one
     closing fence marker, at its ends, whatever was stored.
     """
-    quoted = ((quote(s.name).strip(), quote(s.text).strip()) for s in sections)
+    quoted = ((quote(s.name).strip(), _items(quote(s.text))) for s in sections)
     parts = [f"## {name}\n{text}" for name, text in quoted if text]
     if not parts:
         return ""
     return "\n\n".join([MEMORY_BLOCK_OPEN, *parts, MEMORY_BLOCK_CLOSE])
+
+
+def _items(text: str) -> str:
+    """A section's lines as quoted lines: each an item (``- …``) or an item's continuation
+    (indented), so that no stored line starts a heading (``## instructions``) or anything
+    else of the block's own. The layers write their lines so; text from elsewhere is made so."""
+    lines = (line.rstrip() for line in text.splitlines())
+    return "\n".join(line if _quoted(line) else f"- {line.strip()}" for line in lines if line.strip())
+
+
+def _quoted(line: str) -> bool:
+    # An indented "## …" is still a heading to a reader (and to Markdown, up to 3 spaces).
+    return line.startswith("- ") or (line.startswith("  ") and not line.lstrip().startswith("#"))
 
 
 def render_memory_block(sections: Sequence[ContextSection]) -> SystemMessage | None:

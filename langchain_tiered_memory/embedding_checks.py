@@ -35,6 +35,7 @@ def check_texts(texts: object) -> list[str]:
                 f"texts[{i}] is {type(text).__name__}, not str; pass the text itself "
                 "(for a message, its content as a string)"
             )
+        _check_encodable(text, f"texts[{i}]")
     return out
 
 
@@ -44,6 +45,20 @@ def check_query(text: object) -> str:
             f"embed_query() takes a str, got {type(text).__name__}; pass the text itself "
             "(for a list of texts, use embed_documents)"
         )
+    return _check_encodable(text, "the query")
+
+
+def _check_encodable(text: str, name: str) -> str:
+    # A tokenizer takes UTF-8: a lone surrogate made it raise a bare TypeError
+    # ("TextEncodeInput must be Union[...]") that said nothing of the cause.
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise EmbeddingError(
+                f"{name} holds a lone surrogate (e.g. '\\ud800'), which no UTF-8 text can hold; "
+                "decode the text properly (errors='replace' keeps the rest)"
+            ) from None
     return text
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .context import ContextSection, SectionRequest, section_of_lines
 from .entries import check_text
 from .errors import InvalidInputError
+from .fence import quote_key
 from .storage.rows import EntityRow, EntityUpdate
 from .vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 
@@ -128,9 +129,12 @@ def query_terms(query: str) -> list[str]:
 
 
 def render(entity: Entity) -> str:
-    """One line of the entities section."""
-    attrs = "; ".join(f"{k}: {v}" for k, v in entity.attributes.items())
-    return f"- {entity.name} ({entity.type})" + (f": {attrs}" if attrs else "")
+    """One line of the entities section (whitespace collapsed: one entity, one line)."""
+    # A key is quoted as the words it joins with "_" (fence.quote_key); the section's text is
+    # quoted as a whole when the block is rendered.
+    attrs = "; ".join(f"{quote_key(k)}: {v}" for k, v in entity.attributes.items())
+    line = f"- {entity.name} ({entity.type})" + (f": {attrs}" if attrs else "")
+    return " ".join(line.split())
 
 
 class EntityLayer:

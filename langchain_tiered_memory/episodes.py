@@ -213,7 +213,7 @@ def render(episode: Episode) -> str:
     span = f"{episode.started_at:%Y-%m-%d %H:%M} → {episode.ended_at:%Y-%m-%d %H:%M}"
     line = f"- [{span}] " + " ".join(episode.summary.split())
     if episode.decisions:
-        line += " Decisions: " + "; ".join(d.strip().rstrip(".") for d in episode.decisions) + "."
+        line += " Decisions: " + "; ".join(" ".join(d.split()).rstrip(".") for d in episode.decisions) + "."
     if episode.outcome:
         line += " Outcome: " + " ".join(episode.outcome.split())
     return line

@@ -24,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from .adapters import AdapterAccess, register_adapter
-from .config import MemoryConfig, as_config
+from .config import CALLS_PER_JOB, MemoryConfig, as_config
 from .context import MemoryContext
 from .entities import Entity, EntityLayer, name_key
 from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text, check_time
@@ -34,18 +34,21 @@ from .errors import (
     CorruptDatabaseError,
     InvalidInputError,
     MemoryClosedError,
+    ShardLockedError,
     ThreadOwnershipError,
     TieredMemoryError,
+    VectorStoreError,
 )
+from .degradation import Degradations
 from .dialogue import DialogueLayer
 from .facts import FactLayer
 from .forgetting import Forgetter
 from .index import RecallIndex
 from .items import Items
-from .jobs import NEEDS_LLM, JobHandlers, JobRunner
+from .jobs import NEEDS_LLM, JobHandlers, JobJournal, JobRunner
 from .recall import Evidence, RecallLayer
 from .searches import Searches
-from .spending import Spending
+from .spending import Spending, budget_for
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
 from .summary import SummaryLayer
@@ -85,7 +88,9 @@ class TieredMemory(AdapterAccess):
             every record) and the vector index (``qdrant/``) are created in it.
         config: Budgets and forgetting parameters (a :class:`MemoryConfig` or a dict).
         model: Chat model for the layers that need an LLM (summary, extraction). Without
-            one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead.
+            one (and without ``OPENAI_API_KEY``) deterministic offline rules run instead; one
+            that ``OPENAI_API_KEY`` chooses spends within ``spending.ENV_MODEL_BUDGET`` unless
+            ``config`` sets a budget.
         embeddings: Embeddings for recall (default: all-MiniLM-L6-v2 int8, offline).
         token_counter: A chat model or a callable over a list of messages, to count tokens
             instead of tiktoken ``cl100k_base``.
@@ -138,6 +143,7 @@ class TieredMemory(AdapterAccess):
         self._storage = _open_storage(
             data_dir, database_url, server=qdrant_url is not None or qdrant_client is not None,
             decay=self.config.decay, pool_min=pool_min, pool_max=pool_max, rekeep=not manual,
+            scrub_wait=self.config.scrub_wait_seconds,
         )
         try:
             self._index = RecallIndex(
@@ -149,7 +155,9 @@ class TieredMemory(AdapterAccess):
             self._storage.close()
             raise
         storage, config, counter = self._storage, self.config, self.counter
-        self._forgetter = Forgetter(storage, self._index, self._now)
+        self._forgetter = Forgetter(storage, self._index, self._now, scrub_wait=config.scrub_wait_seconds)
+        if not manual:
+            self._forgetter.retry_scrub()  # one an earlier process left (readers, a crash)
         self._summary = SummaryLayer(storage, counter, config.summary_max_tokens)
         self._entities = EntityLayer(storage, counter, config.entities_max_tokens)
         self._facts = FactLayer(
@@ -166,12 +174,18 @@ class TieredMemory(AdapterAccess):
         )
         for source in (self._facts, self._episodes, self._dialogue):
             self._index.add_source(source)
+        # What this memory answers without (another process holds the index …): said once,
+        # counted in stats()["degraded"] (degradation.py).
+        self._degradations = Degradations(str(self.data_dir) if self.data_dir is not None else storage.location)
         if manual:
             pass  # the index opens when a search needs it, and repairs nothing
         elif self._index.exists():
             # Opening it checks it against the records (a lost point is rebuilt) and finishes
             # journaled forgets; cheap: the embedding model loads only when something embeds.
-            self._index.available()
+            try:
+                self._index.backend()
+            except ShardLockedError as exc:  # a second worker: it says so now, not at its first recall
+                self._degradations.note(exc, "opening it", count=False)
         elif any(s.indexed_count() for s in (self._facts, self._episodes, self._dialogue)):
             logger.warning(
                 "the vector index of %s is missing; it is being rebuilt from memory.db", self.data_dir
@@ -185,9 +199,12 @@ class TieredMemory(AdapterAccess):
             storage, config, counter, [self._summary, self._entities, self._recall, self._episodes], self._now,
             lambda: Searches(self._index),
         )
+        self._turns.on_degraded = self._degradations.note
         handlers = JobHandlers(storage, self._turns, self._summary, self._entities, lambda: self.extractor, config, self._now)
         # What jobs spend on the model is metered and budgeted (usage.py, budget.py).
-        self._spend = Spending(storage, config.budget, self._now, lambda: not self.extractor.offline, callbacks)
+        self._spend = Spending(
+            storage, budget_for(config, model is not None), self._now, lambda: not self.extractor.offline, callbacks
+        )
         self._jobs = JobRunner(
             storage,
             self._spend.metered(handlers.handlers()),
@@ -199,12 +216,17 @@ class TieredMemory(AdapterAccess):
             max_attempts=config.job_max_attempts,
             backoff_seconds=config.job_backoff_seconds,
             lease_seconds=config.job_lease_seconds,
+            retry_horizon=config.job_retry_horizon_seconds,
+            renew_for=CALLS_PER_JOB * config.llm_timeout_seconds,
             provides=self._provides,
         )
+        self._journal = JobJournal(storage, self._jobs, self._check_open)
         if not manual:
             # Work journaled by an earlier process that stopped mid-way resumes now.
             self._end_idle_sessions()
             self._jobs.notify()
+            # Jobs this memory cannot run (no chat model) are said at once, not found later.
+            self._journal.stranded()
 
     def _open_checks(self) -> None:
         if self.data_dir is None:  # a database server: no directory of an older layout
@@ -258,20 +280,34 @@ class TieredMemory(AdapterAccess):
             from .extraction import make_extractor
 
             self._extractor = make_extractor(
-                self.model, timeout=self.config.llm_timeout_seconds, counter=self.counter
+                self.model, timeout=self.config.llm_timeout_seconds, counter=self.counter,
+                max_output_tokens=self.config.llm_max_output_tokens,
             )
         return self._extractor
+
+    @property
+    def jobs(self) -> JobJournal:
+        """The job journal: ``memory.jobs.list(...)`` shows jobs and what they wait for,
+        ``memory.jobs.retry(...)`` runs failed or stranded jobs again (:class:`JobJournal`)."""
+        self._check_open()
+        return self._journal
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the jobs of earlier turns are done (or failed for good), and the
         records this process can index are indexed.
 
-        Returns ``False`` if ``timeout`` seconds passed first. Records waiting for another
-        process that holds the vector index are not waited for: :meth:`stats` shows them
-        (``index.pending``). Call it before reading what background jobs produce.
+        Returns ``False`` if ``timeout`` seconds passed first, or if jobs wait for what this
+        memory lacks — a chat model: journaled by a memory with one, with the later jobs of
+        their threads behind them. Those are not waited for; a WARNING names their threads
+        once, and ``memory.jobs.retry(offline=True)`` hands them to the offline rules. Jobs
+        retrying while the model cannot be reached are waited for, up to
+        ``job_retry_horizon_seconds``. Records waiting for another process that holds the
+        vector index are not waited for: :meth:`stats` shows them (``index.pending``). Call
+        it before reading what background jobs produce.
         """
         self._check_open()
-        return self._jobs.flush(timeout)
+        done = self._jobs.flush(timeout)
+        return not self._journal.stranded() and done
 
     async def aflush(self, timeout: float | None = None) -> bool:
         """Async :meth:`flush` (waits in a worker thread)."""
@@ -295,6 +331,7 @@ class TieredMemory(AdapterAccess):
                 self._index.close()
             finally:
                 self._storage.close()
+                self._forgetter.close()  # says if readers still held a forget's scrub
                 self._turns.forget_cache()
 
     def __enter__(self) -> TieredMemory:
@@ -449,7 +486,11 @@ class TieredMemory(AdapterAccess):
         tokens, time; in all, per day and per user) and ``budget`` the spend budget's state
         (jobs held back by it, when it frees); ``index`` says how many records wait for
         their vector point and, while another process holds the index (or, for a manual
-        memory, a lost index), why this one cannot write them. Reading changes nothing.
+        memory, a lost index), why this one cannot write them; ``degraded`` counts, per
+        cause (``index_held_elsewhere``, ``index_missing``, ``embedding_mismatch``,
+        ``index_unavailable``), the answers given without the index: each section a context
+        left out, each search or recall refused (the first is also logged, once per process).
+        Reading changes nothing.
         """
         pending = self._storage.unindexed_count()
         dropped = self._storage.jobs.dropped_items()
@@ -462,6 +503,8 @@ class TieredMemory(AdapterAccess):
                 "forgets_pending": len(self._storage.forgetting.pending()),
                 "held_elsewhere": self._index.unavailable,
             },
+            # Answers given without the index, per cause (degradation.py); {} when none.
+            "degraded": self._degradations.counts(),
             "extractor": "offline" if self.extractor.offline else self.extractor.name,
             "jobs": self._jobs.counts(),
             "failed_jobs": [
@@ -494,6 +537,15 @@ class TieredMemory(AdapterAccess):
         database rows go at once, the vector points now or (if another process holds the
         index) as soon as it can, and no forgotten text stays in a file.
         Returns counts of what was deleted. This is the only way messages leave the log.
+
+        The result also says what was scrubbed: ``job_answers_scrubbed``, the job rows whose
+        copies of the deleted text (a job's saved model answer, a reason quoting it) were
+        dropped or redacted; and, for a directory memory, ``wal_scrubbed``: ``True`` when
+        ``memory.db``'s write-ahead log was truncated, ``False`` when a reader (an open read
+        transaction here or in another process, such as a checkpointer ``list()`` iterator)
+        held it past ``scrub_wait_seconds`` — its frames keep the deleted rows until the
+        reader ends; a WARNING says so, and the truncation is retried by the upkeep, at
+        :meth:`close`, on the next open, and by :meth:`scrub`.
         """
         self._check_open()
         if user_id is None and thread_id is None:
@@ -506,13 +558,13 @@ class TieredMemory(AdapterAccess):
             if user_id is None or thread_id is not None or entity is not None:
                 raise InvalidInputError("forget(memory_id=...) takes user_id= and nothing else")
             key = check_memory_id(memory_id, missing_ok=True)
-            return {"memories": self._forgetter.memories(user_id, [key]) if key else 0}
+            return self._forgetter.memory(user_id, [key] if key else [])
         if entity is not None:
             if user_id is None or thread_id is not None:
                 raise InvalidInputError("forget(entity=...) takes user_id= and no thread_id=")
             if not isinstance(entity, str) or not check_text(entity, "entity").strip():
                 raise InvalidInputError("entity must be a non-empty name")
-            return {"entities": self._forgetter.entity(user_id, name_key(entity))}
+            return self._forgetter.entity(user_id, name_key(entity))
         if thread_id is not None:
             thread = self._storage.threads.get(thread_id)
             if thread is None and user_id is not None:
@@ -534,6 +586,21 @@ class TieredMemory(AdapterAccess):
     async def aforget(self, **kwargs: Any) -> dict[str, int]:
         """Async :meth:`forget` (runs in a worker thread)."""
         return await asyncio.to_thread(lambda: self.forget(**kwargs))
+
+    def scrub(self, wait_seconds: float | None = None) -> bool:
+        """Finish the scrub of a forget that readers held off (``forget(...)["wal_scrubbed"]``
+        was ``False``): truncate ``memory.db``'s write-ahead log, waiting at most
+        ``wait_seconds`` (default ``scrub_wait_seconds``) for its readers. Returns whether
+        no frame of a forgotten row is left (``True`` too when nothing was left to do, and
+        for a database server, whose log is its own); ``False`` logs a WARNING. The upkeep,
+        :meth:`close` and the next open retry it on their own; call this to know now.
+        """
+        self._check_open()
+        if wait_seconds is not None and (
+            isinstance(wait_seconds, bool) or not isinstance(wait_seconds, (int, float)) or not 0 <= wait_seconds <= 3600
+        ):
+            raise InvalidInputError(f"wait_seconds must be a number of seconds from 0 to 3600, got {wait_seconds!r}")
+        return self._forgetter.scrub(None if wait_seconds is None else float(wait_seconds))
 
     # --- long-term memory --------------------------------------------------------------
 
@@ -594,7 +661,11 @@ class TieredMemory(AdapterAccess):
         :class:`ShardLockedError` while another process holds the embedded index.
         """
         self._check_open()
-        hits = self._facts.search(user_id, query, k, memory_types, min_importance, explain=explain, peek=peek)
+        try:
+            hits = self._facts.search(user_id, query, k, memory_types, min_importance, explain=explain, peek=peek)
+        except VectorStoreError as exc:
+            self._degradations.note(exc, "search")
+            raise
         return SearchResults(hits, query=query)
 
     def recall(
@@ -621,11 +692,17 @@ class TieredMemory(AdapterAccess):
         ``since``/``until`` keep only what was said in that span. No LLM is called.
         """
         self._check_open()
+        # Bounded as search() bounds it: a 10 MB query took 10 s to embed and parse for dates.
+        query = check_query(query)
         check_time("at", at)
         check_time("since", since)
         check_time("until", until)
-        return self._recall.recall(user_id, query, k, grains=grains, at=at, since=since, until=until,
-                                   peek=peek, explain=explain)
+        try:
+            return self._recall.recall(user_id, query, k, grains=grains, at=at, since=since, until=until,
+                                       peek=peek, explain=explain)
+        except VectorStoreError as exc:
+            self._degradations.note(exc, "recall")
+            raise
 
     async def arecall(self, user_id: str, query: str, k: int = 10, **kwargs: Any) -> list[Evidence]:
         """Async :meth:`recall` (embeds and queries in a worker thread)."""
@@ -740,8 +817,11 @@ class TieredMemory(AdapterAccess):
         last = thread.next_seq - 1
         if last <= self._storage.episodes.last_seq(thread_id):
             return None
+        # revive: an episode job of the same span that failed (a model outage) runs again,
+        # rather than holding its key with nothing written.
         self._storage.jobs.enqueue(
-            "episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat(), self._job_needs()
+            "episode", user_id, thread.key, {"last_seq": last}, self._clock().isoformat(), self._job_needs(),
+            revive=True,
         )
         self._jobs.notify()
         return episode_id(thread_id, last)
@@ -763,7 +843,11 @@ class TieredMemory(AdapterAccess):
             raise InvalidInputError(f"k must be a positive int, got {k!r}")
         check_time("since", since)
         check_time("until", until)
-        return self._episodes.search(user_id, query, since=since, until=until, k=k)
+        try:
+            return self._episodes.search(user_id, query, since=since, until=until, k=k)
+        except VectorStoreError as exc:
+            self._degradations.note(exc, "search_episodes")
+            raise
 
     def _end_idle_sessions(self) -> None:
         minutes = self.config.idle_timeout_minutes
@@ -781,6 +865,9 @@ class TieredMemory(AdapterAccess):
 
     def _upkeep(self) -> int:
         """Index what waits for its point and finish journaled forgets (holder only)."""
+        # Any process may truncate the log: a scrub that readers held off is retried here
+        # (not counted: flush does not wait for readers to go).
+        self._forgetter.retry_scrub()
         if not self._backlog():
             return 0
         return self._forgetter.resume() + self._index.sync(stop=self._jobs.stopping)
@@ -811,10 +898,13 @@ def _open_storage(
     pool_min: int,
     pool_max: int,
     rekeep: bool = True,
+    scrub_wait: float = 2.0,
 ) -> Storage:
     """The directory's SQLite store, or the PostgreSQL database at ``database_url``."""
     if database_url is None:
-        return Storage.open("./memory" if data_dir is None else data_dir, decay=decay, rekeep=rekeep)
+        return Storage.open(
+            "./memory" if data_dir is None else data_dir, decay=decay, rekeep=rekeep, reader_wait_seconds=scrub_wait
+        )
     if data_dir is not None:
         raise ConfigError(
             "pass data_dir (a memory in a directory) or database_url (a memory in PostgreSQL), not both"

@@ -3,7 +3,8 @@ ledger, and the budget that holds them back (:mod:`.budget`) — wired for one m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +15,42 @@ from .usage import JobUsage, metered
 if TYPE_CHECKING:
     from langchain_core.callbacks import BaseCallbackHandler
 
+    from .config import MemoryConfig
     from .storage import JobRow, Storage
 
-__all__ = ["Spending"]
+__all__ = ["ENV_MODEL_BUDGET", "Spending", "budget_for"]
+
+logger = logging.getLogger("langchain_tiered_memory")
+
+#: The budget of a memory whose model the environment chose with an API key (paid access:
+#: OpenAI, or any hosted OpenAI-compatible server), unless ``MemoryConfig(budget=...)`` says
+#: otherwise: a key in the environment must not mean paid extraction without a limit. About
+#: a hundred extraction calls an hour in all, a quarter of that for one user; jobs over it
+#: wait, never fail.
+ENV_MODEL_BUDGET = SpendBudget(tokens_per_hour=200_000, user_tokens_per_hour=50_000)
+
+
+def budget_for(config: MemoryConfig, model_given: bool, environ: Mapping[str, str] | None = None) -> SpendBudget:
+    """The spend budget of a memory: ``config.budget`` when it was set (even to no limits,
+    ``SpendBudget()``) or the model was passed in; :data:`ENV_MODEL_BUDGET` when the model
+    comes from the environment with an API key; else none."""
+    if model_given or "budget" in config.model_fields_set:
+        return config.budget
+    from .llm_config import ModelSettings
+
+    try:
+        settings = ModelSettings.from_env(environ=environ)
+    except Exception:  # noqa: BLE001 - a broken setting fails where the model is built, not here
+        return config.budget
+    if settings is None or settings.api_key is None:
+        return config.budget  # offline, or a local server without a key: nothing is paid
+    logger.info(
+        "the model (%s) comes from OPENAI_API_KEY with no spend budget set: background jobs "
+        "spend at most %s tokens an hour (%s per user); pass MemoryConfig(budget=SpendBudget(...)) "
+        "to change it, or SpendBudget() for none",
+        settings.describe(), f"{ENV_MODEL_BUDGET.tokens_per_hour:,}", f"{ENV_MODEL_BUDGET.user_tokens_per_hour:,}",
+    )
+    return ENV_MODEL_BUDGET
 
 Handler = Callable[["JobRow", str], None]
 

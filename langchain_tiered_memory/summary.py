@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from .tokens import TokenCounter
 
 
+def quoted_lines(text: str) -> str:
+    """The summary as the block quotes it: one line per line of it, each a ``- `` item.
+
+    A summary is free text written by a model from what users said; a line of it must not
+    start anything of the block's own (a ``## instructions`` heading), so each reads as an
+    item of the section, as the other sections' lines do.
+    """
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    # A model that wrote its summary as a list keeps its items (not "- - item").
+    return "\n".join(line if line.startswith("- ") else f"- {line}" for line in lines if line)
+
+
 class SummaryLayer:
     """Contributes the ``summary`` section of the context and bounds new summaries."""
 
@@ -64,7 +76,8 @@ class SummaryLayer:
         row = self._storage.summaries.get(thread.key)
         if row is None or not row.text.strip():
             return None
-        text, tokens = row.text, row.tokens
+        text = quoted_lines(row.text)
+        tokens = self._counter.count_text(text)
         if tokens > max_tokens:
             text = self._counter.truncate_text(text, max_tokens)
             tokens = self._counter.count_text(text)

@@ -109,6 +109,9 @@ class Turns:
         self._indexes: OrderedDict[str, ThreadIndex] = OrderedDict()
         self._memory_tokens: dict[str, int] = {}
         self._cuts: OrderedDict[tuple[int, int, int, int], tuple[list[BaseMessage], int]] = OrderedDict()
+        #: Told of each section left out for an index error (``degradation.py``): the
+        #: context says so in ``degraded``, this makes it speak and count.
+        self.on_degraded: Callable[[VectorStoreError, str], object] | None = None
 
     def forget_cache(self, thread_id: str | None = None) -> None:
         """Drop cached state of a thread (or of all: ids are global, the cache knows no owner)."""
@@ -200,6 +203,8 @@ class Turns:
                 # The index is held by another process, or needs a reindex: the other
                 # sections still answer, and the context says what is missing.
                 degraded.append(f"{provider.name}: {exc}")
+                if self.on_degraded is not None:
+                    self.on_degraded(exc, f"the {provider.name} section of before_turn")
                 continue
             if section is not None and section.text.strip():
                 tokens = section.tokens or self.counter.count_text(section.text)

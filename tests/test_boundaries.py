@@ -116,6 +116,13 @@ SURROGATE = "a\ud800b"
         lambda m: m.store.put(("docs",), SURROGATE, {"a": 1}),
         lambda m: m.store.get(("memories", SURROGATE), "k"),
         lambda m: m.store.search(("docs",), query=SURROGATE),
+        lambda m: m.recall("u", SURROGATE),
+        # A string value of a generic item reached the embedder: a bare TypeError.
+        lambda m: m.store.put(("x", "u"), "k", {"v": SURROGATE}),
+        lambda m: m.store.put(("x", "u"), "k", {SURROGATE: "v"}),
+        lambda m: m.store.put(("x", "u"), "k", {"v": ["fine", {"w": SURROGATE}]}, index=["v"]),
+        lambda m: m.store.put(("memories", "u"), "k", {"content": SURROGATE}),
+        lambda m: m.store.put(("memories", "u"), "k", {"content": "fine", SURROGATE: 1}),
     ],
 )
 def test_lone_surrogates_are_our_error_and_store_nothing(tmp_path, call):

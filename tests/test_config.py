@@ -78,9 +78,10 @@ def test_memory_accepts_a_dict_and_rejects_other_types(tmp_path):
         # memories_k = 10**9 made every before_turn raise: a search returns at most 100.
         ({"memories_k": 10**9}, ["memories_k", "at most 100 memories"]),
         ({"episodes_k": 101}, ["episodes_k", "at most 100 episodes"]),
-        # A lease shorter than the calls it covers hands a running job to a second worker.
-        ({"job_lease_seconds": 30, "llm_timeout_seconds": 60}, ["job_lease_seconds", "llm_timeout_seconds"]),
-        ({"llm_timeout_seconds": 200}, ["job_lease_seconds (300)", "llm_timeout_seconds (200)"]),
+        # The retry horizon: a number of seconds, up to a day (then jobs.retry() re-runs).
+        ({"job_retry_horizon_seconds": math.inf}, ["job_retry_horizon_seconds", "finite"]),
+        ({"job_retry_horizon_seconds": -1}, ["job_retry_horizon_seconds"]),
+        ({"job_retry_horizon_seconds": 2 * 86_400}, ["job_retry_horizon_seconds", "jobs retry --failed"]),
     ],
 )
 def test_configs_that_cannot_work_fail_at_construction_naming_the_fields(kwargs, fields):
@@ -118,7 +119,8 @@ def test_every_value_at_its_bound_works_in_a_real_memory(tmp_path):
         memories_max_tokens=MAX_TOKENS_LIMIT, episodes_max_tokens=MAX_TOKENS_LIMIT,
         memories_k=MAX_RECALL_K, episodes_k=MAX_RECALL_K, max_memories_per_user=MAX_MEMORIES_LIMIT,
         job_mode="inline", job_max_attempts=MAX_ATTEMPTS, job_backoff_seconds=MAX_SECONDS,
-        job_lease_seconds=MAX_SECONDS, llm_timeout_seconds=MAX_SECONDS / 2, idle_timeout_minutes=MAX_IDLE_MINUTES,
+        job_lease_seconds=MAX_SECONDS, llm_timeout_seconds=MAX_SECONDS, job_retry_horizon_seconds=MAX_SECONDS,
+        idle_timeout_minutes=MAX_IDLE_MINUTES,
     )
     with TieredMemory(tmp_path / "m", config, embeddings=HashingEmbeddings()) as m:
         m.remember("u", "user: I prefer green tea", importance=0.9)

@@ -183,6 +183,15 @@ def test_non_str_documents_raise(minilm: MiniLMEmbeddings) -> None:
     assert issubclass(EmbeddingError, TieredMemoryError)
 
 
+def test_a_lone_surrogate_is_our_error_not_the_tokenizers_type_error(minilm: MiniLMEmbeddings) -> None:
+    # The tokenizer raised "TypeError: TextEncodeInput must be Union[...]", naming no cause.
+    with pytest.raises(EmbeddingError, match=r"texts\[1\] holds a lone surrogate.*errors='replace'"):
+        minilm.embed_documents(["ok", "a\ud800b"])
+    with pytest.raises(EmbeddingError, match="the query holds a lone surrogate"):
+        minilm.embed_query("\udfff")
+    assert len(minilm.embed_query("a\ufffdb")) == 384  # decoded with errors='replace': embedded
+
+
 def test_lazy_load() -> None:
     emb = MiniLMEmbeddings()
     assert emb._session is None and emb._tokenizer is None

@@ -85,7 +85,8 @@ def test_a_job_against_a_dead_server_records_what_to_do(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     llm = ChatOpenAI(model="m", base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
-    config = MemoryConfig(job_mode="inline", job_max_attempts=1)
+    # Horizon 0: the refused connection fails the job at once (not waited out for 15 min).
+    config = MemoryConfig(job_mode="inline", job_max_attempts=1, job_retry_horizon_seconds=0)
     with TieredMemory(tmp_path / "m", config, model=llm) as memory:
         memory.after_turn("alice", "t1", [HumanMessage("I live in Lisbon."), AIMessage("Noted.")])
         stats = memory.stats()

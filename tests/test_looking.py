@@ -99,7 +99,8 @@ def test_the_read_commands_run_no_job_and_write_nothing(journal):
 
 def test_an_llm_job_waits_for_an_llm_and_offline_memories_leave_it_and_its_thread_alone(journal):
     with TieredMemory(journal, MemoryConfig(job_mode="inline")) as offline:
-        assert offline.flush(timeout=10)  # returns: it does not wait for what it cannot run
+        # It returns at once, not waiting for what it cannot run, and says so (issue 29).
+        assert offline.flush(timeout=10) is False
         # Bob's stale job is taken over and done offline (it needs nothing); Alice's wait.
         assert offline.stats()["jobs"] == {"pending": 0, "waiting": 2, "running": 0, "stale": 0, "done": 1, "failed": 0}
         assert offline.entity("bob", "Bob") is not None

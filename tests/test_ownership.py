@@ -37,9 +37,10 @@ def _open(path: Path, config: MemoryConfig = INLINE, **kw) -> TieredMemory:
 
 
 def _hits(root: Path, needle: str) -> list[str]:
-    """Every file under ``root`` holding ``needle`` (as UTF-8 bytes)."""
-    raw = needle.encode()
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes())
+    """Every file under ``root`` holding ``needle`` (as UTF-8 bytes), ignoring ASCII case: a
+    copy lowered or capitalised (a full-text index, a title-cased name) is a copy too."""
+    raw = needle.lower().encode()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and raw in p.read_bytes().lower())
 
 
 class Chat(TypedDict):
@@ -93,20 +94,37 @@ def test_forgetting_a_user_leaves_no_byte_of_them_in_any_file(tmp_path):
     assert _hits(data, kept)
 
 
-@pytest.mark.parametrize("what", ["thread", "memory"])
-def test_forgetting_a_thread_or_a_memory_leaves_no_byte_of_it(tmp_path, what):
+@pytest.mark.parametrize("what", ["thread", "memory", "entity"])
+def test_forgetting_a_thread_a_memory_or_an_entity_leaves_no_byte_of_it(tmp_path, what):
+    from scripted_model import ScriptedChatModel, entity, memory as extracted, turn_tool_call
+
     data = tmp_path / "memory"
-    gone = "axolotlmarimba"
-    with _open(data) as memory:
+    gone = "AxolotlMarimba"
+    # The model names what the user only hinted at: the name is in its answer, not the turn.
+    answer = turn_tool_call(entities=[entity(f"{gone} Band", "organization", genre=f"{gone} jazz")],
+                            memories=[extracted(f"The user's band is {gone}.", "fact", 0.9)])
+    model = ScriptedChatModel(script=[turn_tool_call(), answer], default=turn_tool_call())
+    with _open(data, model=model if what == "entity" else None) as memory:
         memory.after_turn("alice", "keep", [HumanMessage("I like plain water.")])
         if what == "thread":
             memory.after_turn("alice", "t", [HumanMessage(f"My dog is called {gone}."), AIMessage(f"Hello {gone}!")])
             memory.end_session("alice", "t")
             memory.flush()
+            assert _hits(data, gone)  # it is on disk before: the scan can see it
             assert memory.forget(thread_id="t")["messages"] == 2
-        else:
+        elif what == "memory":
             mid = memory.remember("alice", f"user: my password hint is {gone}")
-            assert memory.forget(user_id="alice", memory_id=mid) == {"memories": 1}
+            assert _hits(data, gone)
+            assert memory.forget(user_id="alice", memory_id=mid)["memories"] == 1
+        else:
+            memory.after_turn("alice", "t", [HumanMessage("I play in a band on weekends.")])
+            memory.flush()
+            assert memory.entity("alice", f"{gone} band") is not None
+            assert _hits(data, gone)  # in the profile, and in the job's saved answer before this fix
+            mid = next(m.id for m in memory.list_memories("alice") if gone in m.content)
+            assert memory.forget(user_id="alice", memory_id=mid)["memories"] == 1
+            result = memory.forget(user_id="alice", entity=f"{gone.upper()} BAND")
+            assert result["entities"] == 1 and result["wal_scrubbed"] is True
         assert memory.get_messages("alice", "keep")
     assert _hits(data, gone) == []
 

@@ -208,3 +208,64 @@ def test_the_cli_stats_shows_spend_per_day_and_user(tmp_path):
     assert "LLM spend: 3 calls, 3,000 prompt + 600 completion tokens" in out and "3 function_calling" in out
     assert "    2026-03-02  1 calls, 1,000 prompt + 200 completion tokens" in out
     assert "    2026-03-03  2 calls" in out and "    alice  2 calls" in out and "    bob  1 calls" in out
+
+
+@pytest.mark.parametrize(
+    ("env", "config", "limits"),
+    [
+        # OPENAI_API_KEY alone: OpenAI itself, paid: the default budget.
+        ({"OPENAI_API_KEY": "sk-test"}, {}, {"tokens_per_hour": 200_000, "user_tokens_per_hour": 50_000}),
+        # A hosted OpenAI-compatible server with a key: paid too.
+        ({"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, {},
+         {"tokens_per_hour": 200_000, "user_tokens_per_hour": 50_000}),
+        # A budget of one's own wins, and so does an explicit "no limit".
+        ({"OPENAI_API_KEY": "sk-test"}, {"budget": SpendBudget(calls_per_hour=5)}, {"calls_per_hour": 5}),
+        ({"OPENAI_API_KEY": "sk-test"}, {"budget": SpendBudget()}, {}),
+        ({"OPENAI_API_KEY": "sk-test"}, {"budget": {}}, {}),
+        # A local server without a key costs nothing: no budget unless asked for.
+        ({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, {}, {}),
+        ({}, {}, {}),
+    ],
+)
+def test_a_model_from_the_environment_gets_a_default_spend_budget(tmp_path, monkeypatch, env, config, limits):
+    from langchain_tiered_memory.spending import ENV_MODEL_BUDGET
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "TIERED_MEMORY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with TieredMemory(tmp_path / "m", {"job_mode": "manual", **config}) as m:
+        stats = m.stats()
+    assert stats["budget"]["limits"] == limits
+    assert stats["extractor"] != "offline" or not env
+    if limits and "budget" not in config:
+        assert limits == {k: v for k, v in ENV_MODEL_BUDGET.model_dump().items() if v is not None}
+
+
+def test_a_model_passed_in_keeps_its_configured_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with _open(tmp_path, ScriptedChatModel(default=answer())) as m:
+        assert m.stats()["budget"]["limits"] == {}
+
+
+def test_the_default_budget_holds_jobs_of_a_model_from_the_environment(tmp_path, monkeypatch):
+    """Jobs over the default budget wait (never fail) like jobs over any budget."""
+    from langchain_openai import ChatOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    clock = Clock(T0)
+    with TieredMemory(tmp_path / "m", {"job_mode": "inline", "job_backoff_seconds": 0.0}) as m:
+        assert isinstance(m.extractor.model, ChatOpenAI)  # the environment's model
+        m._clock = clock
+        # Stand the environment's model in for a scripted one that spends 120k tokens a call:
+        # the budget is what is under test, not OpenAI.
+        m._extractor = type(m.extractor)(ScriptedChatModel(default=answer(100_000, 20_000)), counter=m.counter)
+        m.after_turn("u", "t", [HumanMessage("I like tea.")])
+        m.after_turn("v", "t2", [HumanMessage("I like coffee.")])
+        m.after_turn("w", "t3", [HumanMessage("I like cocoa.")])
+        stats = m.stats()
+        assert stats["jobs"]["done"] == 2 and stats["jobs"]["failed"] == 0
+        assert stats["budget"]["waiting_jobs"] == 1 and stats["budget"]["frees_at"] is not None
+        clock.now = T0 + timedelta(hours=1, minutes=1)
+        m.flush(timeout=30)
+        assert m.stats()["jobs"]["done"] == 3

@@ -163,7 +163,7 @@ def test_entity_history_and_case_insensitive_names(make_memory):
         # Relevant entities enter the context as their own section.
         ctx = m.before_turn("u", "t", query="where does Alice live now?")
         assert "Alice" in ctx.memory_block or "ALICE" in ctx.memory_block
-        assert m.forget(user_id="u", entity="alice") == {"entities": 1}
+        assert m.forget(user_id="u", entity="alice")["entities"] == 1
         assert m.entity("u", "Alice") is None
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelUnavailableError
 from . import common
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from langchain_core.messages import HumanMessage, SystemMessage, merge_message_runs
 
     from ..llm_config import is_connection_error
+    from ..spending import ENV_MODEL_BUDGET
 
     model, settings = _model(args)
     if model is None:
@@ -63,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         chat_model = model
     # Inline jobs: what a turn taught the memory shows in the next turn's status.
-    with common.open_memory(args, create=True, config=common.config(args, job_mode="inline"), model=model) as memory:
+    fields: dict[str, Any] = {"job_mode": "inline"}
+    if settings is not None and settings.api_key is not None:
+        # The model is the environment's, with a key: paid calls, so bounded as a memory
+        # bounds them when it picks that model itself (spending.ENV_MODEL_BUDGET).
+        fields["budget"] = ENV_MODEL_BUDGET
+    with common.open_memory(args, create=True, config=common.config(args, **fields), model=model) as memory:
         user, thread = args.user, args.thread
         if not memory.get_messages(user, thread):
             memory.after_turn(user, thread, [SystemMessage(args.system)])

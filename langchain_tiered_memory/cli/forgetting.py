@@ -47,8 +47,24 @@ def run(args: argparse.Namespace) -> int:
         counts = memory.forget(user_id=args.user, thread_id=args.thread, entity=args.entity, memory_id=args.memory)
     if args.json:
         common.print_json(counts)
-    elif any(counts.values()):
-        print(f"forgot {common.counts(counts)}")
+        return 0
+    # What was deleted, apart from what the result says of the scrub that followed.
+    deleted = {k: n for k, n in counts.items() if k not in _SCRUB_KEYS}
+    if any(deleted.values()):
+        print(f"forgot {common.counts(deleted)}")
     else:
         print(f"nothing matched {what}; nothing was forgotten")
+    if counts.get("job_answers_scrubbed"):
+        print(f"scrubbed the forgotten text from {counts['job_answers_scrubbed']} job rows")
+    if counts.get("wal_scrubbed") is False:
+        print(
+            "memory.db-wal still holds frames of the forgotten rows: another process has a read "
+            "open; they go once it ends, when a process using this memory runs its upkeep, "
+            "closes or opens it",
+            file=sys.stderr,
+        )
     return 0
+
+
+#: Keys of forget's result about the scrub, not counts of deleted records.
+_SCRUB_KEYS = ("job_answers_scrubbed", "wal_scrubbed")

@@ -42,7 +42,8 @@ def stats(args: argparse.Namespace) -> int:
         print("jobs: " + " · ".join(f"{v} {k}" for k, v in jobs.items()))
     if jobs.get("waiting"):
         print(f"  {jobs['waiting']} waiting: journaled by a memory with a chat model, they run only where one is "
-              "configured (set OPENAI_API_KEY, or open the directory with model=)")
+              "configured (set OPENAI_API_KEY, or open the directory with model=), or with the offline rules "
+              f"after `{common.PROG} jobs retry --offline`")
     if jobs.get("stale"):
         print(f"  {jobs['stale']} stale: leased by a process that no longer runs; the next memory that runs jobs "
               "takes them over")
@@ -51,6 +52,7 @@ def stats(args: argparse.Namespace) -> int:
         for job in failed:
             print(f"  {job.get('key')}  {job.get('attempts')} attempts, last {job.get('at')}")
             print(f"      {' '.join(str(job.get('reason')).split())}")
+        print(f"  run them again: {common.PROG} jobs retry --failed")
     if dropped_items:
         _print_dropped(dropped_items, dropped)
     if usage is not None:

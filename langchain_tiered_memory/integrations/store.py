@@ -39,7 +39,7 @@ from langgraph.store.base import (
     ensure_embeddings,
 )
 
-from ..entries import MAX_K, MemoryEntry
+from ..entries import MAX_K, MemoryEntry, check_query
 from ..errors import InvalidInputError, NotFoundError
 from ..storage.rows import StoreRow
 from ..vocabulary import MEMORY_TYPES
@@ -216,7 +216,9 @@ class TieredMemoryStore(BaseStore):
         if not op.query:
             found = [search_item(r) for r in rows[op.offset : op.offset + op.limit]]
         else:
-            query = np.asarray(self._embedder().embed_query(op.query), dtype=float)
+            # Searched by its beginning, as memory.search() does: a 10 MB query would take
+            # seconds to tokenize, and the model reads its first 256 tokens anyway.
+            query = np.asarray(self._embedder().embed_query(check_query(op.query)), dtype=float)
             scored, scoreless = [], []
             for r in rows:
                 vectors = [v for v in (r.vectors or {}).values() if len(v) == len(query)]

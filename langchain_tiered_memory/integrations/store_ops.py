@@ -140,10 +140,20 @@ def _check_value(value: Any) -> None:
     if bad_key is not None:
         raise InvalidInputError(f"store values are JSON: keys must be str, got {bad_key!r}")
     try:
-        json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(
             f"a store value must be JSON-serialisable (str, numbers, bools, None, lists, dicts): {exc}"
+        ) from None
+    # A lone surrogate ('\ud800', from text decoded with errors='surrogateescape') would
+    # reach the embedding model (a TypeError deep in its tokenizer) or SQLite: refuse it now,
+    # before anything of the batch is written, as a message or a memory holding one is.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            "a store value holds a lone surrogate (e.g. '\\ud800') in a key or a string, which no "
+            "UTF-8 text can hold; decode the text properly (errors='replace' keeps the rest)"
         ) from None
 
 

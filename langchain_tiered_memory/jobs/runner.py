@@ -2,11 +2,13 @@
 
 A job is a row of the journal, written in the same transaction as the messages it is
 about, so a crash between the two cannot happen. A worker leases a job (an attempt is
-counted when it is claimed), runs its handler and marks it done when the handler's results
-are committed; a failure goes back to pending with an exponential backoff, and after
-``max_attempts`` the job is marked failed with its reason — also when every attempt killed
-its process. Handlers are idempotent (a job run twice changes nothing), so a lease that runs
-out, or a process killed mid-job, only means the work is done again, once.
+counted when it is claimed), renews the lease while the job runs (``lease.py``), runs its
+handler and marks it done when the handler's results are committed; a failure goes back to
+pending to be tried again later, or fails for good, as ``retry.py`` decides: a model that
+cannot be reached is waited for up to a horizon, other failures count attempts — also when
+every attempt killed its process. Handlers are idempotent (a job run twice changes nothing),
+so a lease that runs out, or a process killed mid-job, only means the work is done again,
+once.
 
 Besides jobs, the worker runs the memory's periodic upkeep (:attr:`JobRunner.upkeep`):
 indexing the records that wait for their vector point, finishing journaled forgets, closing
@@ -27,6 +29,7 @@ leased by a process that no longer runs (or whose lease ran out) as ``stale``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -38,6 +41,8 @@ from typing import Literal, Protocol
 
 from ..errors import MemoryClosedError
 from ..storage import JobRow, Storage
+from .lease import Heartbeat
+from .retry import RetryPolicy
 
 logger = logging.getLogger("langchain_tiered_memory")
 
@@ -77,6 +82,8 @@ class JobRunner:
         max_attempts: int,
         backoff_seconds: float,
         lease_seconds: float,
+        retry_horizon: float = 0.0,
+        renew_for: float | None = None,
         periodic: Callable[[], None] | None = None,
         upkeep: Callable[[], int] | None = None,
         backlog: Callable[[], int] | None = None,
@@ -97,8 +104,14 @@ class JobRunner:
         self._handlers = handlers
         self.mode = mode
         self._max_attempts = max_attempts
-        self._backoff = backoff_seconds
+        self._policy = RetryPolicy(max_attempts, backoff_seconds, retry_horizon)
         self._lease = lease_seconds
+        #: How long a running job's lease is renewed at most (``lease.py``).
+        self._renew_for = renew_for
+        #: The journal's clock (epoch seconds) and the waits of ``flush``: the wall clock;
+        #: a test may put a simulated one in their place to play out a long outage at once.
+        self.clock: Callable[[], float] = time.time
+        self.sleep: Callable[[float], None] = time.sleep
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -138,7 +151,8 @@ class JobRunner:
             provides = self.provides()
             while not self._stop.is_set():
                 job = self._storage.jobs.claim(
-                    self.worker_id, self._lease, max_attempts=self._max_attempts, provides=provides
+                    self.worker_id, self._lease, max_attempts=self._max_attempts, provides=provides,
+                    now=self.clock(),
                 )
                 if job is None:
                     break
@@ -176,8 +190,9 @@ class JobRunner:
         done; ``False`` if ``timeout`` ran out first, or the upkeep stopped making progress
         (its failure is logged).
 
-        Jobs waiting for a retry are waited for; failed jobs, jobs that need what this memory
-        does not provide (another extractor) and jobs waiting for the spend budget are not.
+        Jobs waiting for a retry are waited for (also while the model cannot be reached, up
+        to the retry horizon: ``retry.py``); failed jobs, jobs that need what this memory does
+        not provide (another extractor) and jobs waiting for the spend budget are not.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         last, since = -1, time.monotonic()
@@ -198,13 +213,13 @@ class JobRunner:
                 elif now - since > _STALLED_SECONDS:
                     logger.warning("flush: %d records still wait for the index after %.0f s", left, now - since)
                     return False
-                due = time.time()
+                due = self.clock()
             if deadline is not None and now >= deadline:
                 return False
-            wait = max(0.0, due - time.time()) if self.mode != "background" else 0.02
+            wait = max(0.0, due - self.clock()) if self.mode != "background" else 0.02
             if deadline is not None:
                 wait = min(wait, deadline - now)
-            time.sleep(min(max(wait, 0.005), 0.5))
+            self.sleep(min(max(wait, 0.005), 0.5))
 
     def close(self) -> None:
         """Stop the worker; a job it is running finishes first."""
@@ -222,18 +237,27 @@ class JobRunner:
         try:
             if handler is None:
                 raise RuntimeError(f"no handler for jobs of kind {job.kind!r}")
-            handler(job, self.worker_id)
+            renew = functools.partial(self._storage.jobs.renew, job.id, self.worker_id)
+            with Heartbeat(renew, self._lease, self.clock, limit=self._renew_for, what=job.key):
+                handler(job, self.worker_id)
         except MemoryClosedError:
             raise
         except Exception as exc:  # a job's failure is recorded, never raised into a turn
-            reason = f"{type(exc).__name__}: {exc}"
-            if job.attempts >= self._max_attempts:
-                logger.warning("job %s failed for good after %d attempts: %s", job.key, job.attempts, reason)
-                self._storage.jobs.fail(job.id, self.worker_id, reason, None)
+            now = self.clock()
+            verdict = self._policy.after(job, exc, now)
+            if verdict.retry_at is None:
+                after = f"after {job.attempts} attempts" if verdict.counted else "when its retry horizon ran out"
+                logger.warning("job %s failed for good %s: %s", job.key, after, verdict.reason)
             else:
-                delay = self._backoff * 2 ** (job.attempts - 1)
-                logger.info("job %s failed (attempt %d), retry in %.1f s: %s", job.key, job.attempts, delay, reason)
-                self._storage.jobs.fail(job.id, self.worker_id, reason, time.time() + delay)
+                logger.info(
+                    "job %s failed (%s), retry in %.1f s: %s", job.key,
+                    f"attempt {job.attempts}" if verdict.counted else "the model cannot be reached",
+                    verdict.retry_at - now, verdict.reason,
+                )
+            self._storage.jobs.fail(
+                job.id, self.worker_id, verdict.reason, verdict.retry_at,
+                failing_since=verdict.failing_since, counted=verdict.counted,
+            )
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -253,7 +277,7 @@ class JobRunner:
                 return
             except Exception:  # pragma: no cover
                 pass
-            wait = _POLL_SECONDS if due is None else min(_POLL_SECONDS, max(0.0, due - time.time()))
+            wait = _POLL_SECONDS if due is None else min(_POLL_SECONDS, max(0.0, due - self.clock()))
             self._wake.wait(timeout=wait)
             self._wake.clear()
 
@@ -264,7 +288,7 @@ class JobRunner:
         runs, or whose lease ran out: they run again), ``done`` and ``failed``. Reading
         changes nothing."""
         out = dict.fromkeys(("pending", "waiting", "running", "stale", "done", "failed"), 0)
-        for status, waiting, worker, expired, n in self._storage.jobs.queue(time.time(), self.provides()):
+        for status, waiting, worker, expired, n in self._storage.jobs.queue(self.clock(), self.provides()):
             if status == "running":
                 status = "stale" if expired or (worker is not None and dead_worker(worker)) else "running"
             elif waiting:

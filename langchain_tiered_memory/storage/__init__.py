@@ -44,7 +44,7 @@ from .rows import (
     Unit,
 )
 from .schema import MIGRATIONS
-from .sqlite import APPLICATION_ID, DB_FILENAME, SQLiteDatabase
+from .sqlite import APPLICATION_ID, DB_FILENAME, READER_WAIT_S, SQLiteDatabase
 from .store_items import StoreItems, ns_path
 from .summaries import Summaries
 from .threads import Threads
@@ -58,6 +58,7 @@ __all__ = [
     "APPLICATION_ID",
     "DB_FILENAME",
     "MIGRATIONS",
+    "READER_WAIT_S",
     "AppendResult",
     "AttributeRow",
     "Database",
@@ -116,9 +117,13 @@ class Storage:
             self.memories.rekeep_all()
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike[str], *, decay: float = 0.95, rekeep: bool = True) -> Storage:
-        """The SQLite store in ``data_dir`` (``memory.db``, created if missing)."""
-        db = SQLiteDatabase(data_dir)
+    def open(
+        cls, data_dir: str | os.PathLike[str], *, decay: float = 0.95, rekeep: bool = True,
+        reader_wait_seconds: float = READER_WAIT_S,
+    ) -> Storage:
+        """The SQLite store in ``data_dir`` (``memory.db``, created if missing);
+        ``reader_wait_seconds``: how long a forget's scrub waits for readers of its log."""
+        db = SQLiteDatabase(data_dir, reader_wait_seconds=reader_wait_seconds)
         try:
             return cls(db, decay=decay, rekeep=rekeep)
         except BaseException:
@@ -163,9 +168,20 @@ class Storage:
         """Release the database. Safe to call twice."""
         self.db.close()
 
-    def scrub(self) -> None:
-        """Leave no deleted byte in a file (after a forget)."""
-        self.db.scrub()
+    def scrub(self) -> bool | None:
+        """Leave no deleted byte in a file (after a forget): ``True`` done, ``False`` readers
+        held the log off (retried by :meth:`finish_scrub`), ``None`` no file of ours."""
+        return self.db.scrub()
+
+    def finish_scrub(self, wait_seconds: float | None = None) -> bool | None:
+        """Retry a scrub left to do: ``None`` if none is, else whether it is done now."""
+        return self.db.finish_scrub(wait_seconds)
+
+    @property
+    def scrub_pending_at_close(self) -> bool:
+        """After :meth:`close`: a forget's scrub was still held off by readers (the next
+        open retries it)."""
+        return self.db.scrub_pending_at_close
 
     def connect(self) -> Any:
         """A new connection of the database's driver, for LangGraph's checkpointer."""

@@ -197,8 +197,27 @@ class Database(abc.ABC):
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
 
-    def scrub(self) -> None:
-        """After a forget: make sure no deleted byte stays in a file (log, free pages)."""
+    #: Set by :meth:`close` when a forget's scrub was still held off by readers then (the
+    #: next open retries it).
+    scrub_pending_at_close: bool = False
+
+    def journal_scrub(self, tx: Tx) -> None:
+        """In a forget's transaction: note that the files must be scrubbed of what it
+        deletes, so that a scrub held off by readers (or a crash) is retried later."""
+
+    def scrub(self) -> bool | None:
+        """After a forget: make sure no deleted byte stays in a file (log, free pages).
+
+        ``True``: done; ``False``: readers held the log past the wait, the frames stay
+        until :meth:`finish_scrub` succeeds; ``None``: no file of ours to scrub (a server's
+        log and vacuum are the server's)."""
+        return None
+
+    def finish_scrub(self, wait_seconds: float | None = None) -> bool | None:
+        """Retry a scrub left to do (by readers, or a crash): ``None`` when none is left,
+        else whether it is done now. ``wait_seconds``: how long to wait for readers
+        (default: the database's own wait)."""
+        return None
 
     @property
     def is_new(self) -> bool:

@@ -6,6 +6,10 @@ for the vector index to delete (the ids of the points built from the deleted row
 op; an op left over by a crash or a locked index is finished by whoever next holds the
 index. The points of deleted rows can never surface meanwhile: recall reads the records
 from here, and a point without a record is dropped.
+
+The same transaction scrubs the user's job rows of the deleted text (``job_answers.py``)
+and journals the scrub of the files (:meth:`Database.journal_scrub`): the caller then
+scrubs them, and if readers hold it off, the journal says it is still to do.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from .checkpoints import checkpoint_threads_of, delete_checkpoints
 from .database import Database, Tx, chunks
 from .entities import delete_entities, refresh_search_text
+from .job_answers import scrub_answers
 from .rows import ForgetOp
 from .store_items import delete_user_items
 from .threads import ownership_error
@@ -39,6 +44,11 @@ def _delete_ids(tx: Tx, table: str, column: str, ids: Sequence[str]) -> int:
     for chunk in chunks(list(ids)):
         n += tx.rowcount(f"DELETE FROM {table} WHERE {column} IN {tx.in_list(chunk)}", chunk)
     return n
+
+
+def _texts(tx: Tx, sql: str, args: Sequence[Any]) -> list[str]:
+    """The text column of the rows a forget is about to delete (to scrub their copies)."""
+    return [t for t in tx.column(sql, args) if isinstance(t, str)]
 
 
 def delete_memories(tx: Tx, ids: Sequence[str]) -> int:
@@ -92,6 +102,14 @@ class Forgetting:
                 memories = tx.column(
                     "SELECT id FROM memories WHERE session_id = ? AND user_id = ?", (thread_id, owner)
                 )
+                # What the thread taught, whose copies the user's other jobs may hold.
+                taught = _texts(
+                    tx, "SELECT content FROM memories WHERE session_id = ? AND user_id = ?", (thread_id, owner)
+                )
+                taught += _texts(
+                    tx, "SELECT value FROM entity_attributes WHERE source = ? AND entity_id IN "
+                    "(SELECT id FROM entities WHERE user_id = ?)", (thread_id, owner),
+                )
                 counts["memories"] = delete_memories(tx, memories)
                 points += [*memories, *episodes]
                 counts["entity_attributes"] = tx.rowcount(
@@ -99,15 +117,17 @@ class Forgetting:
                     "(SELECT id FROM entities WHERE user_id = ?)",
                     (thread_id, owner),
                 )
-                counts["entities"] = delete_entities(
-                    tx, "user_id = ? AND source = ? AND id NOT IN (SELECT entity_id FROM entity_attributes)",
-                    (owner, thread_id),
-                )
+                orphans = "user_id = ? AND source = ? AND id NOT IN (SELECT entity_id FROM entity_attributes)"
+                taught += _texts(tx, f"SELECT name FROM entities WHERE {orphans}", (owner, thread_id))
+                counts["entities"] = delete_entities(tx, orphans, (owner, thread_id))
                 for entity_id in tx.column("SELECT id FROM entities WHERE user_id = ?", (owner,)):
                     refresh_search_text(tx, entity_id)
+                counts["job_answers_scrubbed"] = scrub_answers(tx, owner, taught)
             counts["checkpoints"] = delete_checkpoints(tx, [thread_id])
+            counts.setdefault("job_answers_scrubbed", 0)
             forget_thread_usage(tx, thread_id)
             op = journal_points(tx, {"thread": thread_id}, points, now)
+            self.db.journal_scrub(tx)
         return counts, op
 
     def user(self, user_id: str, now: str) -> tuple[dict[str, int], int | None]:
@@ -144,30 +164,49 @@ class Forgetting:
             counts["store_items"] = items
             counts["threads"] = tx.rowcount("DELETE FROM threads WHERE user_id = ?", (user_id,))
             counts["checkpoints"] = delete_checkpoints(tx, threads)
+            counts["job_answers_scrubbed"] = 0  # their jobs went with them
             forget_user_usage(tx, user_id)  # not counted: bookkeeping, not the user's data
             # The user's points go by their tenant key: the ids are not needed.
             op = journal_points(tx, {"user": user_id}, [], now)
+            self.db.journal_scrub(tx)
         return counts, op
 
-    def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[int, int | None]:
-        """Delete the user's memories among ``ids`` (another user's are left alone)."""
+    def memories(self, user_id: str, ids: Sequence[str], now: str) -> tuple[dict[str, int], int | None]:
+        """Delete the user's memories among ``ids`` (another user's are left alone).
+
+        Returns the counts (``memories``, ``job_answers_scrubbed``) and the journaled op."""
         with self.db.write() as tx:
             tx.serialize(user_id)
             mine: list[str] = []
+            contents: list[str] = []
             for chunk in chunks(list(ids)):
-                mine += tx.column(
-                    f"SELECT id FROM memories WHERE user_id = ? AND id IN {tx.in_list(chunk)}",
+                rows = tx.all(
+                    f"SELECT id, content FROM memories WHERE user_id = ? AND id IN {tx.in_list(chunk)}",
                     (user_id, *chunk),
                 )
+                mine += [r[0] for r in rows]
+                contents += [r[1] for r in rows]
             n = delete_memories(tx, mine)
+            scrubbed = scrub_answers(tx, user_id, contents) if mine else 0
             op = journal_points(tx, {"memories": len(mine)}, mine, now)
-        return n, op
+            self.db.journal_scrub(tx)
+        return {"memories": n, "job_answers_scrubbed": scrubbed}, op
 
-    def entity(self, user_id: str, name_key: str) -> int:
-        """Delete one entity profile and its attribute history (no index points)."""
+    def entity(self, user_id: str, name_key: str) -> dict[str, int]:
+        """Delete one entity profile and its attribute history (no index points); the counts
+        (``entities``, ``job_answers_scrubbed``)."""
         with self.db.write() as tx:
             tx.serialize(user_id)
-            return delete_entities(tx, "user_id = ? AND name_key = ?", (user_id, name_key))
+            which = "user_id = ? AND name_key = ?"
+            names = _texts(tx, f"SELECT name FROM entities WHERE {which}", (user_id, name_key))
+            names += _texts(
+                tx, f"SELECT value FROM entity_attributes WHERE entity_id IN (SELECT id FROM entities WHERE {which})",
+                (user_id, name_key),
+            )
+            n = delete_entities(tx, which, (user_id, name_key))
+            scrubbed = scrub_answers(tx, user_id, names) if n else 0
+            self.db.journal_scrub(tx)
+        return {"entities": n, "job_answers_scrubbed": scrubbed}
 
     # --- the journal --------------------------------------------------------------------
 

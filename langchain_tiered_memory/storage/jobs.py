@@ -11,6 +11,10 @@ provides and skips the jobs it cannot meet, and the jobs queued behind one of th
 same thread (an extraction covers every message not yet extracted, so running a later one
 would do the earlier one's work too).
 
+A job's lease is renewed while it runs (:meth:`Jobs.renew`, the runner's heartbeat), so a
+slow model never lets a second worker take a job that is still running. A job that failed
+for good runs again when asked (:meth:`Jobs.retry`, or journaled again with ``revive``).
+
 A job's saved answer keeps what validation dropped from it (each part's ``dropped``: the
 item's kind, position, count and reason); :meth:`Jobs.dropped_items` adds them up.
 """
@@ -25,11 +29,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .database import Database, Tx
+from .job_answers import end_answer
 from .rows import JobRow
 
 JOB_COLUMNS = (
     "id, key, kind, user_id, thread_key, payload, result, status, attempts, next_run_at, "
-    "lease_until, leased_by, last_error, created_at, updated_at, needs"
+    "lease_until, leased_by, last_error, created_at, updated_at, needs, failing_since, waiting"
 )
 #: What a saved answer's text holds when a part of it lists dropped items (a non-empty
 #: ``"dropped"`` list, as :meth:`Jobs.save_result` writes it): the few such answers are
@@ -50,21 +55,40 @@ def enqueue(
     payload: dict[str, Any],
     now: str,
     needs: str | None = None,
+    *,
+    revive: bool = False,
 ) -> bool:
     """Journal a job in ``tx``; ``False`` when the same job (same key) exists already.
 
-    ``needs`` is what the memory running it must provide (see the module doc)."""
+    ``needs`` is what the memory running it must provide (see the module doc). ``revive``:
+    a job of the same key that failed for good is made pending again, with fresh attempts
+    (an explicit request for the same work, e.g. ``end_session`` after an outage, must not
+    be swallowed by the failed job that holds its key)."""
     # The key makes a job idempotent: the same work journaled twice is one row.
     key = f"{kind}:{thread_key}:{json.dumps(payload, sort_keys=True)}"
+    conflict = "DO NOTHING"
+    if revive:
+        conflict = (
+            f"DO UPDATE SET {_FRESH}, next_run_at = excluded.next_run_at, needs = excluded.needs, "
+            "updated_at = excluded.updated_at WHERE jobs.status = 'failed'"
+        )
     return (
         tx.rowcount(
             "INSERT INTO jobs (key, kind, user_id, thread_key, payload, status, attempts, "
             "next_run_at, created_at, updated_at, needs) "
-            "VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+            f"VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?) ON CONFLICT(key) {conflict}",
             (key, kind, user_id, thread_key, json.dumps(payload), time.time(), now, now, needs),
         )
         == 1
     )
+
+
+# What a failed job is given to run again: attempts and outage clock from zero, no lease, and
+# no saved answer (a retry asks the model again: the saved one may be what failed).
+_FRESH = (
+    "status = 'pending', attempts = 0, lease_until = NULL, leased_by = NULL, failing_since = NULL, "
+    "result = NULL"
+)
 
 
 def _runnable(tx: Tx, provides: Sequence[str] | None) -> tuple[str, tuple[Any, ...]]:
@@ -94,8 +118,9 @@ def holds_lease(tx: Tx, job_id: int, worker: str) -> bool:
 
 
 def finish(tx: Tx, job_id: int, worker: str) -> bool:
-    """Mark the job done in ``tx`` if ``worker`` holds it."""
-    return (
+    """Mark the job done in ``tx`` if ``worker`` holds it; of its saved answer it keeps only
+    what outlives the job (``job_answers.py``: no model text past the job's end)."""
+    done = (
         tx.rowcount(
             "UPDATE jobs SET status = 'done', lease_until = NULL, last_error = NULL, "
             "updated_at = ? WHERE id = ? AND leased_by = ? AND status = 'running'",
@@ -103,6 +128,9 @@ def finish(tx: Tx, job_id: int, worker: str) -> bool:
         )
         == 1
     )
+    if done:
+        end_answer(tx, job_id)
+    return done
 
 
 class Jobs:
@@ -113,12 +141,13 @@ class Jobs:
 
     def enqueue(
         self, kind: str, user_id: str, thread_key: int | None, payload: dict[str, Any], now: str,
-        needs: str | None = None,
+        needs: str | None = None, *, revive: bool = False,
     ) -> bool:
-        """Journal a job; ``False`` when a job with the same key exists (it is not repeated)."""
+        """Journal a job; ``False`` when a job with the same key exists (it is not repeated,
+        unless it failed and ``revive`` is set: see :func:`enqueue`)."""
         with self.db.write() as tx:
             tx.serialize(user_id)
-            return enqueue(tx, kind, user_id, thread_key, payload, now, needs)
+            return enqueue(tx, kind, user_id, thread_key, payload, now, needs, revive=revive)
 
     def claim(
         self,
@@ -128,14 +157,16 @@ class Jobs:
         max_attempts: int,
         kinds: Sequence[str] | None = None,
         provides: Sequence[str] | None = None,
+        now: float | None = None,
     ) -> JobRow | None:
         """Lease the oldest due job (pending, or running under an expired lease) to ``worker``.
 
         A due job that already used ``max_attempts`` claims — its earlier runs never came
         back, so each killed its process — is marked failed instead of run again. With
         ``provides``, only jobs whose needs it meets are claimed (see the module doc).
+        ``now``: the runner's clock (epoch seconds; default the wall clock).
         """
-        now = time.time()
+        now = time.time() if now is None else now
         kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         with self.db.write() as tx:
             needs_sql, needs_args = _runnable(tx, provides)
@@ -162,6 +193,7 @@ class Jobs:
                     "updated_at = ? WHERE id = ?",
                     (reason, iso_epoch(now), job.id),
                 )
+                end_answer(tx, job.id)
             tx.execute(
                 "UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, "
                 "leased_by = ?, updated_at = ? WHERE id = ?",
@@ -207,21 +239,103 @@ class Jobs:
                     latest.append({"key": key, **item, "at": at})
         return {"items": items, "jobs": jobs, "recent": latest}
 
-    def fail(self, job_id: int, worker: str, error: str, retry_at: float | None) -> None:
-        """Record a failure: back to pending until ``retry_at``, or failed for good (``None``)."""
+    def fail(
+        self,
+        job_id: int,
+        worker: str,
+        error: str,
+        retry_at: float | None,
+        *,
+        failing_since: float | None = None,
+        counted: bool = True,
+    ) -> None:
+        """Record a failure: back to pending until ``retry_at``, or failed for good (``None``).
+
+        ``failing_since``: when the job's run of failures to reach its model began (kept for
+        the next failure; ``None`` ends such a run). ``counted=False`` gives back the attempt
+        its claim counted: a try against an unreachable model says nothing about the job."""
         with self.db.write() as tx:
             if retry_at is None:
                 tx.execute(
                     "UPDATE jobs SET status = 'failed', last_error = ?, lease_until = NULL, "
-                    "updated_at = ? WHERE id = ? AND leased_by = ?",
-                    (error, iso_epoch(time.time()), job_id, worker),
+                    "failing_since = ?, updated_at = ? WHERE id = ? AND leased_by = ?",
+                    (error, failing_since, iso_epoch(time.time()), job_id, worker),
                 )
+                end_answer(tx, job_id)  # failed for good: no model text past the job's end
             else:
+                refund = "" if counted else f", attempts = {tx.dialect.greatest}(attempts - 1, 0)"
                 tx.execute(
                     "UPDATE jobs SET status = 'pending', last_error = ?, next_run_at = ?, "
-                    "lease_until = NULL, updated_at = ? WHERE id = ? AND leased_by = ?",
-                    (error, retry_at, iso_epoch(time.time()), job_id, worker),
+                    f"lease_until = NULL, failing_since = ?{refund}, updated_at = ? "
+                    "WHERE id = ? AND leased_by = ?",
+                    (error, retry_at, failing_since, iso_epoch(time.time()), job_id, worker),
                 )
+
+    def renew(self, job_id: int, worker: str, until: float) -> bool:
+        """Extend the lease of a job ``worker`` runs to ``until`` (epoch seconds); ``False``
+        if it no longer holds it (the job ended, or another worker took it over)."""
+        # Not durable: a renewal lost to a crash belongs to a worker that is gone anyway.
+        with self.db.write(durable=False) as tx:
+            return (
+                tx.rowcount(
+                    "UPDATE jobs SET lease_until = ? WHERE id = ? AND leased_by = ? AND status = 'running'",
+                    (until, job_id, worker),
+                )
+                == 1
+            )
+
+    def retry(
+        self,
+        *,
+        now: float,
+        user_id: str | None = None,
+        failed: bool = True,
+        provided: Sequence[str] | None = None,
+    ) -> int:
+        """Run jobs again now; returns how many it changed.
+
+        Pending jobs waiting for their next try become due now (not those held by the spend
+        budget); with ``failed``, jobs that failed for good become pending with fresh
+        attempts; with ``provided`` (what the asking memory provides), the jobs among those
+        that need something else lose that need, so that memory runs them (a memory without a
+        chat model: with the offline rules). ``user_id``: only that user's jobs.
+        """
+        who, who_args = ("", ()) if user_id is None else (" AND user_id = ?", (user_id,))
+        statuses = "('pending', 'failed')" if failed else "('pending')"
+        with self.db.write() as tx:
+            if user_id is not None:
+                tx.serialize(user_id)
+            changed: set[int] = set()
+            if provided is not None:
+                unmet = f" AND needs NOT IN {tx.in_list(provided)}" if provided else ""
+                where = f"status IN {statuses} AND needs IS NOT NULL{unmet}{who}"
+                args = (*provided, *who_args)
+                changed.update(tx.column(f"SELECT id FROM jobs WHERE {where}", args))
+                tx.execute(f"UPDATE jobs SET needs = NULL WHERE {where}", args)
+            if failed:
+                where = f"status = 'failed'{who}"
+                changed.update(tx.column(f"SELECT id FROM jobs WHERE {where}", who_args))
+                tx.execute(
+                    f"UPDATE jobs SET {_FRESH}, next_run_at = ?, updated_at = ? WHERE {where}",
+                    (now, iso_epoch(now), *who_args),
+                )
+            where = f"status = 'pending' AND waiting IS NULL AND next_run_at > ?{who}"
+            changed.update(tx.column(f"SELECT id FROM jobs WHERE {where}", (now, *who_args)))
+            tx.execute(f"UPDATE jobs SET next_run_at = ? WHERE {where}", (now, now, *who_args))
+        return len(changed)
+
+    def unrunnable(self, provides: Sequence[str], limit: int = 20) -> tuple[int, list[JobRow]]:
+        """Pending jobs that need what a memory providing ``provides`` lacks: how many, and
+        the oldest ``limit`` of them (not counting the jobs queued behind them)."""
+        with self.db.read() as tx:
+            where = "status = 'pending' AND needs IS NOT NULL"
+            if provides:
+                where += f" AND needs NOT IN {tx.in_list(provides)}"
+            count = int(tx.scalar(f"SELECT COUNT(*) FROM jobs WHERE {where}", tuple(provides)) or 0)
+            rows = tx.all(
+                f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY id LIMIT ?", (*provides, limit)
+            ) if count else []
+        return count, [JobRow(*r) for r in rows]
 
     def finish(self, job_id: int, worker: str) -> bool:
         """Mark a job done; ``False`` if the worker lost its lease (another took it over)."""
@@ -267,10 +381,13 @@ class Jobs:
             )
         return [(s, bool(w), k, bool(e), int(c)) for s, w, k, e, c in rows]
 
-    def rows(self, status: str | None = None, limit: int = 100) -> list[JobRow]:
-        """Journal rows, newest first, optionally of one status."""
-        # Two statements rather than "? IS NULL": PostgreSQL cannot type a bare NULL parameter.
-        where, args = ("", ()) if status is None else (" WHERE status = ?", (status,))
+    def rows(self, status: str | None = None, limit: int = 100, *, user_id: str | None = None) -> list[JobRow]:
+        """Journal rows, newest first, optionally of one status and one user."""
+        # Terms added only when given, rather than "? IS NULL": PostgreSQL cannot type a bare
+        # NULL parameter.
+        terms = [(t, v) for t, v in (("status = ?", status), ("user_id = ?", user_id)) if v is not None]
+        where = " WHERE " + " AND ".join(t for t, _ in terms) if terms else ""
+        args = tuple(v for _, v in terms)
         with self.db.read() as tx:
             rows = tx.all(f"SELECT {JOB_COLUMNS} FROM jobs{where} ORDER BY id DESC LIMIT ?", (*args, limit))
         return [JobRow(*r) for r in rows]

@@ -145,6 +145,10 @@ class JobRow:
     updated_at: str
     #: What the job needs of the memory that runs it (``"llm"``), ``None``: nothing.
     needs: str | None = None
+    #: When its run of failures to reach the model began (epoch seconds), ``None``: none.
+    failing_since: float | None = None
+    #: Why a pending job is held back (``"budget"``: the spend budget), ``None``: it is not.
+    waiting: str | None = None
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,15 @@ def _migrate_to_8(db: sqlite_utils.Database) -> None:
     db.execute(REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_9(db: sqlite_utils.Database) -> None:
+    """When a job's run of failures to reach its model began (epoch seconds; NULL: it is in
+    none): its retries go on until ``job_retry_horizon_seconds`` after it (``jobs/retry.py``)
+    rather than for a count of tries, so a job outlives a model's outage."""
+    # Idempotent: a directory whose version mark was set back runs the steps again.
+    if "failing_since" not in db["jobs"].columns_dict:
+        db.execute("ALTER TABLE jobs ADD COLUMN failing_since REAL")
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -328,4 +337,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     6: _migrate_to_6,
     7: _migrate_to_7,
     8: _migrate_to_8,
+    9: _migrate_to_9,
 }

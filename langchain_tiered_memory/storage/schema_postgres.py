@@ -185,6 +185,11 @@ def _migrate_to_8(tx: Tx) -> None:
     _run(tx, REFRESH_UNIT_POINTS)
 
 
+def _migrate_to_9(tx: Tx) -> None:
+    """When a job's run of failures to reach its model began (see ``schema.py``)."""
+    _run(tx, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS failing_since DOUBLE PRECISION")
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -196,4 +201,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     6: _migrate_to_6,
     7: _migrate_to_7,
     8: _migrate_to_8,
+    9: _migrate_to_9,
 }

@@ -7,6 +7,14 @@ of failing. ``synchronous = FULL``: a committed message survives power loss.
 bytes are overwritten, and :meth:`SQLiteDatabase.scrub` truncates the write-ahead log after a
 forget, so no forgotten text stays in a file. A file that is not ours, or is corrupt, is
 refused and never written to.
+
+Truncating the log must wait until no reader uses it: a read transaction open in this
+process (a checkpointer's ``list()`` iterator not run to its end) or in another keeps the
+frames that still hold the deleted rows. The scrub waits for them ``reader_wait_seconds``
+(not the 30 s busy timeout: a forget must not hang on a reader) and says whether it got
+there. The forget's transaction journals the scrub in ``meta`` (:data:`SCRUB_KEY`), and only
+a scrub that got there clears it, so one left to do — held off, or cut short by a crash —
+is retried (:meth:`SQLiteDatabase.finish_scrub`) by the upkeep, at close, on the next open.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +46,15 @@ DB_FILENAME = "memory.db"
 #: ``PRAGMA application_id`` of our files ("TMEM"): how a foreign SQLite file is told apart.
 APPLICATION_ID = 0x544D454D
 BUSY_TIMEOUT_S = 30.0
+#: How long a forget's scrub (and a close) waits for readers of the write-ahead log by
+#: default (``MemoryConfig.scrub_wait_seconds``). Writers wait meanwhile: keep it short.
+READER_WAIT_S = 2.0
+#: The ``meta`` row of a scrub journaled by a forget and not done yet (its value: a token
+#: per forget, so that a scrub clears only what it covered).
+SCRUB_KEY = "scrub_pending"
 _SQLITE_HEADER = b"SQLite format 3\x00"
+#: SQLite's smallest page: a database file is at least this long.
+_MIN_PAGE_BYTES = 512
 
 
 class SQLiteDatabase(Database):
@@ -46,6 +63,8 @@ class SQLiteDatabase(Database):
     Args:
         data_dir: the directory (created if missing; must be writable).
         migrations: schema steps, ``{version: step}`` (tests add steps).
+        reader_wait_seconds: how long a scrub, or a close, waits for readers of the
+            write-ahead log (see the module doc).
     """
 
     dialect = SQLITE
@@ -55,7 +74,9 @@ class SQLiteDatabase(Database):
         data_dir: str | os.PathLike[str],
         *,
         migrations: dict[int, Callable[[sqlite_utils.Database], None]] | None = None,
+        reader_wait_seconds: float = READER_WAIT_S,
     ) -> None:
+        self.reader_wait_seconds = reader_wait_seconds
         self.data_dir = prepare_dir(Path(data_dir))
         self.path = self.data_dir / DB_FILENAME
         self.location = str(self.path)
@@ -111,6 +132,10 @@ class SQLiteDatabase(Database):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
         except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                # SQLite refused the file, so no connection of this process holds a lock
+                # on it: reading its first bytes (open(), see _check_header) is safe now.
+                raise CorruptDatabaseError(_not_sqlite(self.path, _first_bytes(self.path))) from exc
             raise CorruptDatabaseError(_corrupt_message(self.path, exc)) from exc
         if app_id != APPLICATION_ID and (app_id != 0 or tables):
             raise ForeignDatabaseError(
@@ -201,15 +226,64 @@ class SQLiteDatabase(Database):
         except sqlite3.DatabaseError as exc:
             raise storage_error(self.path, exc) from exc
 
-    def scrub(self) -> None:
+    # --- scrubbing after a forget (see the module doc) ------------------------------------
+
+    def journal_scrub(self, tx: Tx) -> None:
+        """In a forget's transaction: the files are to be scrubbed (cleared once they are)."""
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (SCRUB_KEY, uuid.uuid4().hex),
+        )
+
+    def scrub(self) -> bool:
         """Merge the entity full-text index (its old segments go, zeroed by secure_delete)
-        and truncate the write-ahead log, whose old frames may still hold deleted rows."""
+        and truncate the write-ahead log, whose old frames may still hold deleted rows;
+        ``False`` if readers held the log for ``reader_wait_seconds`` (it stays journaled)."""
         with self.write() as tx:
             tx.dialect.text_search.optimize(tx)
-        with self._lock, self._errors():
-            busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy:  # another connection is reading: the next forget (or close) truncates it
-            pass
+        return self._finish_scrub(self.reader_wait_seconds)
+
+    def finish_scrub(self, wait_seconds: float | None = None) -> bool | None:
+        """Retry a journaled scrub: ``None`` if none is left, else whether it is done now."""
+        with self.read() as tx:
+            if tx.scalar("SELECT value FROM meta WHERE key = ?", (SCRUB_KEY,)) is None:
+                return None
+        return self._finish_scrub(self.reader_wait_seconds if wait_seconds is None else wait_seconds)
+
+    def _finish_scrub(self, wait_seconds: float) -> bool:
+        with self.read() as tx:
+            token = tx.scalar("SELECT value FROM meta WHERE key = ?", (SCRUB_KEY,))
+        if not self._truncate_log(wait_seconds):
+            return False
+        if token is not None:
+            # Cleared only if no forget journaled another scrub since this one read it.
+            with self.write() as tx:
+                tx.execute("DELETE FROM meta WHERE key = ? AND value = ?", (SCRUB_KEY, token))
+            # The clearing's frame holds no forgotten byte; leave the log empty all the same.
+            self._truncate_log(0.0)
+        return True
+
+    def _truncate_log(self, wait_seconds: float) -> bool:
+        """Checkpoint the write-ahead log into the file and truncate it, waiting at most
+        ``wait_seconds`` for its readers; whether it got there."""
+        self._connection()
+        # A connection of its own, with the wait as its busy timeout: the shared one stays
+        # free for the process's other threads meanwhile, and keeps its 30 s for writes.
+        try:
+            conn = sqlite3.connect(self.path, timeout=wait_seconds, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise storage_error(self.path, exc) from exc
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+                return False
+            raise storage_error(self.path, exc) from exc
+        except sqlite3.DatabaseError as exc:
+            raise storage_error(self.path, exc) from exc
+        finally:
+            conn.close()
+        return not busy
 
     # --- connections for others ---------------------------------------------------------
 
@@ -233,11 +307,17 @@ class SQLiteDatabase(Database):
         return conn
 
     def close(self) -> None:
-        """Close the connection (truncating the log if nobody else reads). Safe twice."""
+        """Close the connection, truncating the log if its readers let it within
+        ``reader_wait_seconds`` (a journaled scrub not done by then sets
+        :attr:`scrub_pending_at_close`; the next open retries it). Safe twice."""
         with self._lock:
             if self._conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                with contextlib.suppress(sqlite3.Error, StorageError):
+                    # Bounded like a scrub: a reader elsewhere must not hold a close for 30 s.
+                    pending = self.finish_scrub()
+                    self.scrub_pending_at_close = pending is False
+                    if pending is None:
+                        self._truncate_log(self.reader_wait_seconds)
                 self._conn.close()
                 self._conn = None
 
@@ -304,21 +384,43 @@ def prepare_dir(data_dir: Path) -> Path:
 
 
 def _check_header(path: Path) -> None:
-    """A non-empty file without SQLite's header is corrupt: refuse it before SQLite writes."""
+    """A non-empty file without SQLite's header is corrupt: refuse it before SQLite writes.
+
+    Only a file smaller than a page is read here: SQLite takes some of those (one byte) for
+    an empty database and would write over them, and refuses every larger one itself
+    (:meth:`SQLiteDatabase._identify`). A larger file may be open in this process already
+    (another memory on the directory, a checkpointer's connection), and closing any
+    descriptor of it drops every POSIX lock the process holds on it, SQLite's included: a
+    process closing the file last elsewhere would then delete the write-ahead log under the
+    open connections. SQLite's own descriptors are closed only once none of its locks is held.
+    """
     if path.is_dir():
         raise DataDirError(f"{path} is a directory; remove it or choose another data_dir")
     try:
-        with open(path, "rb") as f:
-            head = f.read(len(_SQLITE_HEADER))
+        size = path.stat().st_size
     except FileNotFoundError:
         return
     except OSError as exc:
         raise DataDirError(f"cannot read {path}: {exc}") from exc
-    if head and head != _SQLITE_HEADER:
-        raise CorruptDatabaseError(
-            f"{path} is not a SQLite database (its first bytes are {head[:8]!r}); it was left "
-            "untouched. Restore it from a backup, or move it aside to start a new memory."
-        )
+    if 0 < size < _MIN_PAGE_BYTES:
+        head = _first_bytes(path)
+        if head != _SQLITE_HEADER:
+            raise CorruptDatabaseError(_not_sqlite(path, head))
+
+
+def _first_bytes(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_SQLITE_HEADER))
+    except OSError as exc:
+        raise DataDirError(f"cannot read {path}: {exc}") from exc
+
+
+def _not_sqlite(path: Path, head: bytes) -> str:
+    return (
+        f"{path} is not a SQLite database (its first bytes are {head[:8]!r}); it was left "
+        "untouched. Restore it from a backup, or move it aside to start a new memory."
+    )
 
 
 def _corrupt_message(path: Path, exc: Exception) -> str:

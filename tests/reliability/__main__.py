@@ -2,7 +2,9 @@
 
 The CI sizes (what ``pytest tests/reliability`` runs) by default; ``--long``: a crash soak
 of 1,000 acknowledged turns, three rounds of every fault model, 300 operations per thread
-in the concurrency probe and 150 hypothesis examples of isolation. Prints one line per
+in the concurrency probe and 150 hypothesis examples of isolation (the model-outage probe
+is the same at both sizes: 60 s, then 20 minutes, on a simulated clock; so is the probe of
+forgets with a reader open: each kind, the reader in this process and in another). Prints one line per
 probe and the totals — turns, kills, faults, inputs tried, losses, escapes — and exits 1 if
 anything was lost or escaped.
 """
@@ -47,13 +49,18 @@ def main(argv: list[str] | None = None) -> int:
             _child("soak", str(root / "soak"), *soak, "--seed", seed),
             _child("faults", str(root / "faults"), "--rounds", "3" if args.long else "1"),
             _child("concurrency", str(root / "concurrency"), "--ops", "300" if args.long else "40", "--seed", seed),
+            # Every kind of forget with a reader open, in this process and another (scrub.py).
+            _child("scrub", str(root / "scrub")),
         ]
         from .corpus import run as corpus
         from .isolation import run as isolation
+        from .outage import run as outage
 
         results.append(isolation(root / "isolation", examples=150 if args.long else 12,
                                  seed=args.seed if args.long else None))
         results.append(corpus(root / "hostile"))
+        # A 60-second model outage on a simulated clock, then one past the retry horizon.
+        results += outage(root / "outage")
     print(f"reliability probes ({'long' if args.long else 'CI'} sizes, seed {args.seed})")
     for figures in results:
         print(figures.line())

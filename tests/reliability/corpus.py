@@ -11,7 +11,8 @@ The documented degradations it holds the package to (README, "Bad input"):
   words); an empty or blank query finds nothing;
 - ids are opaque strings: path-like ones name no file, SQL and FTS5 syntax in a query or
   an entity name is searched for as text;
-- stored text that forges a fence marker is quoted so that it closes nothing.
+- stored text that forges a fence marker (look-alike letters included) is quoted so that it
+  closes nothing, and a chat-template marker (``<|im_start|>``, ``[INST]``) so that it is none.
 
 Each case is one call; ``expect`` is ``"ours"`` (it must raise our error and store
 nothing), ``"ok"`` (it must succeed; its check, if any, verifies the degradation), or
@@ -71,6 +72,8 @@ def cases(forgeries: list[str]) -> list[Case]:
     add("oversize", "metadata of 70,000 characters", lambda m: m.remember("u", "fine", metadata={"k": "v" * 70_000}), "ours")
     add("oversize", "10 MB query", lambda m: _timed(lambda: m.search("u", BIG), 5), "ok")
     add("oversize", "10 MB before_turn query", lambda m: _timed(lambda: m.before_turn("u", "base", query=BIG), 5), "ok")
+    add("oversize", "10 MB recall query", lambda m: _timed(lambda: m.recall("u", BIG), 5), "ok")
+    add("oversize", "10 MB store query", lambda m: _timed(lambda: m.store.search(("docs",), query=BIG), 5), "ok")
     add("oversize", "user id of 513 characters", lambda m: m.after_turn("u" * 513, "t", [H("x")]), "ours")
     add("oversize", "message id of 513 characters", lambda m: m.after_turn("u", "t", [H("x", id="i" * 513)]), "ours")
     add("oversize", "k of 10**9", lambda m: m.search("u", "apple", k=10**9), "ours")
@@ -107,6 +110,10 @@ def cases(forgeries: list[str]) -> list[Case]:
         add("surrogate", f"{s!r} in entity name", lambda m, s=s: m.entity("u", s), "ours")
         add("surrogate", f"{s!r} in store key", lambda m, s=s: m.store.put(("docs",), s, {"v": 1}), "ours")
         add("surrogate", f"{s!r} in store namespace", lambda m, s=s: m.store.search(("memories", s)), "ours")
+        add("surrogate", f"{s!r} in store value", lambda m, s=s: m.store.put(("x", "u"), "k", {"v": s}), "ours")
+        add("surrogate", f"{s!r} in store value key", lambda m, s=s: m.store.put(("x", "u"), "k", {s: "v"}), "ours")
+        add("surrogate", f"{s!r} in store memory", lambda m, s=s: m.store.put(("memories", "u"), "k", {"content": "ok", "note": s}), "ours")
+        add("surrogate", f"{s!r} in recall query", lambda m, s=s: m.recall("u", s), "ours")
         add("surrogate", f"{s!r} in tool call args", lambda m, s=s: m.after_turn("u", "t", [AIMessage("", tool_calls=[{"name": "f", "args": {"a": s}, "id": "c"}])]), "ours")
     # --- wrong types
     for bad in (None, 42, 1.5, b"bytes", [], {}, object(), True, math.nan):
@@ -212,7 +219,7 @@ def run(path: Path) -> Figures:
     refusal that stored something, a stored message or memory gone), escapes (a fence
     marker in the memory block that is not the block's own)."""
     from langchain_core.messages import AIMessage, HumanMessage
-    from test_fence import FORGERIES, _fence_markers
+    from test_fence import FORGERIES, ROLE_FORGERIES, _fence_markers, _role_markers
 
     from langchain_tiered_memory import MemoryConfig, TieredMemory, TieredMemoryError
     from langchain_tiered_memory.embeddings import HashingEmbeddings
@@ -232,7 +239,7 @@ def run(path: Path) -> Figures:
         for i in range(30):  # enough that the forged turns after push messages out of the window
             memory.after_turn("u", "base", [HumanMessage(f"Tell me more about it, part {i}. " * 4), AIMessage("Sure.")])
         kept = memory.remember("u", "user: I like apple banana", importance=0.9)
-        for category, name, call, expect in cases(FORGERIES):
+        for category, name, call, expect in cases(FORGERIES + ROLE_FORGERIES):
             figures.inputs += 1
             began = time.perf_counter()
             before = _counts(memory)
@@ -275,6 +282,10 @@ def run(path: Path) -> Figures:
             if len(markers) != expected:
                 figures.escapes += abs(len(markers) - expected)
                 figures.notes.append(f"{len(markers)} {fence} fence markers in the block: {markers[:4]}")
+        roles = _role_markers(block)
+        if roles:
+            figures.escapes += len(roles)
+            figures.notes.append(f"chat-template markers in the block: {roles[:4]}")
         if "\u2039/memory" not in block:  # a forged closing tag, quoted: the probe reached the block
             figures.notes.append("no forged tag reached the block (the fence probe saw nothing)")
             figures.losses += 1

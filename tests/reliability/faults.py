@@ -39,8 +39,10 @@ ATTEMPTS = 3
 def config(mode: str = "background"):
     from langchain_tiered_memory import MemoryConfig
 
+    # Horizon 0: a model that hangs fails its attempts like any fault here (an outage that
+    # is waited out is outage.py's probe).
     return MemoryConfig(job_mode=mode, job_max_attempts=ATTEMPTS, job_backoff_seconds=0.0,
-                        llm_timeout_seconds=TIMEOUT, job_lease_seconds=30)
+                        llm_timeout_seconds=TIMEOUT, job_lease_seconds=30, job_retry_horizon_seconds=0)
 
 
 def turn(i: int) -> list:
