@@ -67,6 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--questions", type=int, help="the first N questions of each conversation only")
     p.add_argument("--systems", default=",".join(SYSTEMS), help=f"a subset of {','.join(SYSTEMS)}")
     p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--memory-dir", type=Path,
+                   help="keep ours' memory here; a directory that holds one already is queried without ingesting again")
+    p.add_argument("--grains", help="diagnostic: recall() over these grains (comma-separated) instead of its default")
     args = p.parse_args(argv)
     args.system_list = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
     if not args.system_list:
@@ -165,10 +168,14 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
 
     ours = "ours" in systems or "ours-facts" in systems
     tmp = tempfile.TemporaryDirectory(prefix="locomo-ours-")
-    memory = TieredMemory(tmp.name) if ours else None
+    where = args.memory_dir or Path(tmp.name)
+    fed = (where / "memory.db").exists()
+    memory = TieredMemory(where) if ours else None
+    grains = args.grains.split(",") if args.grains else None
     try:
         if memory is not None:
-            out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations) * 1000 / turns
+            if not fed:
+                out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations) * 1000 / turns
             out["extraction"] = extraction(memory, conversations)
         asked_n = 0
         for conv in conversations:
@@ -180,7 +187,7 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
                 words = None
                 if memory is not None and "ours" in systems:
                     start = time.perf_counter()
-                    hits = memory.recall(conv.id, q.text, k=10, at=asked, peek=True)
+                    hits = memory.recall(conv.id, q.text, k=10, at=asked, peek=True, grains=grains)
                     latency["recall"].append((time.perf_counter() - start) * 1000)
                     ids = [i.split(":", 1)[1] for i in first_ids([h.message_ids for h in hits], 10)]
                     start = time.perf_counter()

@@ -112,8 +112,11 @@ class MemoryConfig(BaseModel):
         1_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of the past-episodes section."
     )
     memories_k: int = Field(
-        15, ge=0, le=MAX_RECALL_K,
-        description="Pieces of evidence (memories, turns, windows) the context recalls per turn, at most.",
+        25, ge=0, le=MAX_RECALL_K,
+        description=(
+            "Pieces of evidence (memories, turns) the context recalls per turn, at most; the "
+            "section's token budget cuts them first."
+        ),
     )
     episodes_k: int = Field(3, ge=0, le=MAX_RECALL_K, description="Past episodes recalled per turn.")
     job_mode: Literal["inline", "background", "manual", "external"] = Field(
