@@ -76,6 +76,12 @@ class ExtractionTimeoutError(ExtractionError):
     """The chat model did not answer the extraction call in time."""
 
 
+class ExtractionCutOffError(ExtractionError):
+    """Every way of asking the chat model gave an answer cut off at the output-token cap
+    (``MemoryConfig.llm_max_output_tokens``, or the model's own limit): a model looping, or
+    a cap too small for it. The job retries."""
+
+
 class ModelUnavailableError(TieredMemoryError):
     """The chat model's server cannot be reached (refused, unknown host, no answer).
 

@@ -10,6 +10,13 @@
 - ``"tools-only"`` — a server without structured outputs (some vLLM/LM Studio setups): a
   JSON-schema ``response_format`` is refused with HTTP 400, tool calls are honoured.
 
+Every mode honours the output cap (``max_completion_tokens``, as ``ChatOpenAI`` sends it, or
+``max_tokens``): an answer longer than the cap is cut there and reported with
+``finish_reason: "length"``. ``runaway=True`` makes the model loop under a JSON schema, as
+SmolLM2-135M does under llama.cpp's grammar: it writes memory after memory until the cap
+(or, without one, its 4,096-token context) stops it. A request that asks for JSON in text
+(the extractor's last method) is answered with the JSON object in the message text.
+
 Its "model" is a deterministic reader of the prompt, so answers are what a small model would
 write about the conversation it was sent: a ``TurnExtraction`` keeps each user sentence as a
 memory ("User: …", importance 0.8), "my name is X" as an entity, and (when messages were
@@ -18,7 +25,8 @@ chat request gets ``Noted: <the user's text>`` plus what its system prompt recal
 answer reports ``usage`` (prompt tokens = characters / 4 of the request's messages,
 completion tokens = characters / 4 of the answer), and :attr:`FakeOpenAIServer.reported`
 adds up what was reported, so a test can compare the memory's ledger with the server's.
-:attr:`requests` keeps every request body, :attr:`refused` the refused ones.
+:attr:`requests` keeps every request body, :attr:`refused` the refused ones, :attr:`answers`
+the answered ones' replies.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ from typing import Any
 TURN = "TurnExtraction"
 EPISODE = "EpisodeExtraction"
 LLAMA_TOOL_CHOICE_ERROR = "[json.exception.type_error.302] type must be string, but is object"
+#: The model's context: without a cap, a looping answer runs until it is full.
+CONTEXT_TOKENS = 4096
 
 
 def _block(text: str, name: str) -> str:
@@ -74,6 +84,20 @@ def episode_answer(prompt: str) -> dict[str, Any]:
         "outcome": "The conversation ended.",
         "topics": sorted({w.lower() for line in said for w in re.findall(r"[A-Za-z]{5,}", line)})[:8],
     }
+
+
+def _asks_json_text(messages: list[dict[str, Any]]) -> str | None:
+    """The schema a request asks for as JSON in text (the extractor's ``text`` method), if any."""
+    system = " ".join(m["content"] for m in messages if m["role"] == "system" and isinstance(m["content"], str))
+    if "Answer with ONE JSON object" not in system:
+        return None
+    return EPISODE if '"decisions"' in system else TURN
+
+
+def _looping_json(limit: int) -> str:
+    """A model stuck in a loop: the same memory again and again, past ``limit`` tokens."""
+    item = json.dumps({"content": "The user lives in Lisbon.", "memory_type": "fact", "importance": 0.8})
+    return '{"entities": [], "memories": [' + ", ".join([item] * (4 * limit // len(item) + 2))
 
 
 def chat_answer(messages: list[dict[str, Any]]) -> str:
@@ -122,12 +146,14 @@ class JSONEndpoint:
 class FakeOpenAIServer:
     """See the module doc. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, mode: str = "llama.cpp") -> None:
+    def __init__(self, mode: str = "llama.cpp", *, runaway: bool = False) -> None:
         if mode not in ("llama.cpp", "openai", "tools-only"):
             raise ValueError(f"unknown mode {mode!r}")
         self.mode = mode
+        self.runaway = runaway
         self.requests: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
         self.reported = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self._lock = threading.Lock()
         self._endpoint = JSONEndpoint(self.answer)
@@ -156,9 +182,14 @@ class FakeOpenAIServer:
         # names the blocks).
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         message: dict[str, Any] = {"role": "assistant", "content": None}
-        if fmt.get("type") == "json_schema":
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or CONTEXT_TOKENS
+        if fmt.get("type") == "json_schema" and self.runaway:
+            message["content"] = _looping_json(limit)
+        elif fmt.get("type") == "json_schema":
             name = fmt["json_schema"]["name"]
             message["content"] = json.dumps(self._payload(name, prompt))
+        elif _asks_json_text(messages):
+            message["content"] = json.dumps(self._payload(_asks_json_text(messages), prompt))
         elif body.get("tools") and choice not in (None, "none"):
             tool = body["tools"][0]["function"]["name"]
             if isinstance(choice, dict):
@@ -171,6 +202,9 @@ class FakeOpenAIServer:
             message["content"] = _block(prompt, "current_summary")[:200]  # a compression
         else:
             message["content"] = chat_answer(messages)
+        finish = "tool_calls" if "tool_calls" in message else "stop"
+        if message["content"] and len(message["content"]) // 4 + 1 > limit:
+            message["content"], finish = message["content"][: 4 * (limit - 1)], "length"  # the cap stops it
         produced = message["content"] or json.dumps(message.get("tool_calls"))
         usage = {"prompt_tokens": len(everything) // 4 + 1, "completion_tokens": len(produced) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
@@ -178,13 +212,15 @@ class FakeOpenAIServer:
             self.reported["calls"] += 1
             self.reported["prompt_tokens"] += usage["prompt_tokens"]
             self.reported["completion_tokens"] += usage["completion_tokens"]
-        return 200, {
+        reply = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body["model"],
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
         }
+        with self._lock:
+            self.answers.append(reply)
+        return 200, reply
 
     @staticmethod
     def _payload(name: str, prompt: str) -> dict[str, Any]:
@@ -195,6 +231,9 @@ class FakeOpenAIServer:
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         """Requests for ``"turn"`` or ``"episode"`` extraction, or ``"chat"``."""
         def kind_of(body: dict[str, Any]) -> str:
+            in_text = _asks_json_text(body["messages"])
+            if in_text:
+                return "episode" if in_text == EPISODE else "turn"
             text = json.dumps(body.get("response_format") or body.get("tools") or "")
             if EPISODE in text:
                 return "episode"

@@ -10,7 +10,9 @@
 
 Past the end of the script it answers ``default`` (when set) or raises
 :class:`ScriptExhausted`. ``calls`` counts the calls and ``inputs`` keeps each call's
-messages; ``call_kwargs`` keeps what was bound (``tools``, ``tool_choice`` …).
+messages; ``call_kwargs`` keeps what was bound (``tools``, ``tool_choice``, ``max_tokens`` …).
+Like ``ChatOpenAI`` it has a ``max_tokens`` field, so the extractor sends it its output cap
+per call; :func:`cut_off` builds an answer that the cap stopped.
 ``tool_calling=False`` makes ``bind_tools`` raise ``NotImplementedError``, as a model
 without tool support does, so ``with_structured_output`` is unavailable.
 
@@ -58,6 +60,7 @@ class ScriptedChatModel(BaseChatModel):
 
     script: list[Any] = Field(default_factory=list)
     default: Any = None
+    max_tokens: int | None = None
     tool_calling: bool = True
     calls: int = 0
     inputs: list[list[BaseMessage]] = Field(default_factory=list)
@@ -187,6 +190,14 @@ def invalid_json_text() -> str:
     return '{"entities": [{"name": "Alice", "type": "person", "attributes": {"location": "Pa'
 
 
+def cut_off(answer: str | AIMessage) -> AIMessage:
+    """``answer`` marked as stopped by the output limit (``finish_reason: "length"``), as
+    ``ChatOpenAI`` reports a model that ran into ``max_tokens``."""
+    message = AIMessage(content=answer) if isinstance(answer, str) else answer.model_copy(deep=True)
+    message.response_metadata = {**message.response_metadata, "finish_reason": "length"}
+    return message
+
+
 def invalid_json_tool_call() -> AIMessage:
     """A tool call whose arguments are not valid JSON (langchain puts it in invalid_tool_calls)."""
     return AIMessage(
@@ -235,6 +246,7 @@ __all__ = [
     "Responder",
     "ScriptExhausted",
     "ScriptedChatModel",
+    "cut_off",
     "empty_content_tool_call",
     "entity",
     "episode_tool_call",

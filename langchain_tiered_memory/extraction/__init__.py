@@ -13,7 +13,8 @@ Modules, one job each:
   per-answer limits; :mod:`.messages` — messages as prompt lines;
 - :mod:`.parsing` — the tolerant, bounded reading of an answer;
 - :mod:`.structured` — which structured-output method each model gets, remembered;
-  :mod:`.calls` — a model call bounded in time; :mod:`.prompts` — the prompts;
+  :mod:`.calls` — a model call bounded in time; :mod:`.caps` — and in output tokens, and
+  a cut-off answer recognised; :mod:`.prompts` — the prompts;
 - :mod:`.llm` — :class:`LLMExtractor`, :func:`default_model`, :func:`make_extractor`.
 
 The offline package imports only :mod:`.schema` and :mod:`.messages` from here, and this

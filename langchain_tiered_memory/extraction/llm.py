@@ -6,7 +6,9 @@ summary is asked for only when messages left the window (``evicted``), so most t
 less. How the model is asked — a strict JSON schema, a tool call, or JSON in text — is chosen
 per model and remembered (:mod:`~langchain_tiered_memory.extraction.structured`); each call
 is bounded in time without leaving threads behind
-(:mod:`~langchain_tiered_memory.extraction.calls`); the answer is read tolerantly
+(:mod:`~langchain_tiered_memory.extraction.calls`) and in output tokens
+(:mod:`~langchain_tiered_memory.extraction.caps`: a cut-off answer counts as its method
+failing, and the next method is tried); the answer is read tolerantly
 (:mod:`~langchain_tiered_memory.extraction.parsing`) and validated item by item, the
 unusable items recorded in the result's ``dropped``.
 
@@ -30,13 +32,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
-from ..errors import ExtractionError, ExtractionTimeoutError, InvalidInputError
+from ..errors import ExtractionCutOffError, ExtractionError, ExtractionTimeoutError, InvalidInputError
 from ..fence import quote
 from ..llm_config import DEFAULT_OPENAI_MODEL
 from ..offline import OfflineExtractor, compress_extractive, extractive_summary
 from ..tokens import TiktokenCounter, TokenCounter
 from ..usage import note_method
 from .calls import call_with_timeout, with_request_timeout
+from .caps import answer_cap, compression_cap, cut_off, cut_off_error, with_output_cap
 from .messages import render_messages
 from .parsing import check_size, read_message, strip_reasoning, validate_payload
 from .prompts import Prompts
@@ -97,7 +100,9 @@ class LLMExtractor:
     ``"json_schema"``, ``"function_calling"``, ``"json_mode"`` or ``"text"`` force one
     (``"text"``: the JSON prompt and the tolerant parser, even for a model with tools).
     ``timeout`` bounds each model call in seconds, and is sent to the provider as its
-    request timeout where its SDK takes one.
+    request timeout where its SDK takes one. ``max_output_tokens`` caps each call's answer
+    (``max_tokens``); ``None`` sizes the cap to each call's schema
+    (:func:`~langchain_tiered_memory.extraction.caps.answer_cap`).
     """
 
     offline = False
@@ -111,6 +116,7 @@ class LLMExtractor:
         counter: TokenCounter | None = None,
         method: MethodChoice = "auto",
         max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS,
+        max_output_tokens: int | None = None,
     ) -> None:
         if not isinstance(model, BaseChatModel):
             raise InvalidInputError(f"model must be a langchain BaseChatModel, got {type(model).__name__}")
@@ -134,6 +140,9 @@ class LLMExtractor:
         self.prompts = prompts or Prompts()
         self.timeout = float(timeout)
         self.max_message_tokens = check_tokens(max_message_tokens, "max_message_tokens")
+        if max_output_tokens is not None and not check_tokens(max_output_tokens, "max_output_tokens"):
+            raise InvalidInputError("max_output_tokens must be positive (None: sized to each call's schema)")
+        self.max_output_tokens = max_output_tokens
         self.name = f"llm:{type(model).__name__}:{model_id(model)}"
         self._forced: StructuredMethod | None = None if method == "auto" else method
         self._key = model_key(model)
@@ -178,14 +187,19 @@ class LLMExtractor:
 
     # -- calls
 
-    def _call(self, runnable: Any, prompt: list[BaseMessage], what: str, method: str = "text") -> Any:
+    def _cap(self, sized: int) -> int:
+        """The output cap of a call whose schema sizes it at ``sized``, unless one is fixed."""
+        return self.max_output_tokens if self.max_output_tokens is not None else sized
+
+    def _call(self, runnable: Any, prompt: list[BaseMessage], what: str, method: str, cap: int) -> Any:
         # A run of its own in a tracer, under the job's run (its tags and metadata, see usage.py).
         config: RunnableConfig = {
             "run_name": f"tiered-memory {what}",
-            "metadata": {"structured_output_method": method},
+            "metadata": {"structured_output_method": method, "max_output_tokens": cap},
         }
+        capped = with_output_cap(runnable, self.model, cap)
         return call_with_timeout(
-            lambda: runnable.invoke(prompt, config), timeout=self.timeout, key=self._key, label=self.name, what=what
+            lambda: capped.invoke(prompt, config), timeout=self.timeout, key=self._key, label=self.name, what=what
         )
 
     def _read(self, out: Any, schema: type[_M], tool: dict[str, Any], what: str) -> tuple[_M, str]:
@@ -196,8 +210,11 @@ class LLMExtractor:
             return validate_payload(out, schema, what=what, context=context), "tool"
         return read_message(out, schema, what, name=tool["name"], context=context)
 
-    def _ask(self, tool: dict[str, Any], schema: type[_M], system: str, json_hint: str, user: str, what: str) -> _M:
-        """The answer to one extraction question, trying the methods in turn (module doc)."""
+    def _ask(
+        self, tool: dict[str, Any], schema: type[_M], system: str, json_hint: str, user: str, what: str, cap: int
+    ) -> _M:
+        """The answer to one extraction question, trying the methods in turn (module doc),
+        each call capped at ``cap`` output tokens."""
         methods = self._methods()
         failures: list[str] = []
         for n, method in enumerate(methods):
@@ -208,22 +225,43 @@ class LLMExtractor:
                 continue
             hint = json_hint if method in ("text", "json_mode") else ""
             prompt: list[BaseMessage] = [SystemMessage(system + hint), HumanMessage(user)]
+            out: Any = None
             try:
-                out = self._call(runnable, prompt, what, method)
+                out = self._call(runnable, prompt, what, method, cap)
             except ExtractionTimeoutError:
                 raise
             except ExtractionError as exc:
-                if last or not rejects_method(exc.__cause__):
-                    raise
-                failures.append(f"{method}: {exc}")
-                logger.info("%s: the server refused %s (%s); trying %s", self.name, method, exc, methods[n + 1])
+                if not cut_off_error(exc):  # a cut-off raised by the SDK is handled below
+                    if last or not rejects_method(exc.__cause__):
+                        raise
+                    failures.append(f"{method}: {exc}")
+                    logger.info("%s: the server refused %s (%s); trying %s", self.name, method, exc, methods[n + 1])
+                    continue
+                out = None
+            if out is None or cut_off(out):
+                # Stopped by the cap (or the model's own limit): even where the cut leaves
+                # parseable JSON, the rest is missing. The method failed; a truncated answer
+                # is retried, never half stored.
+                reason = f"{method}: the answer was cut off at the output limit (max_tokens {cap})"
+                failures.append(reason)
+                if last:
+                    break
+                logger.info("%s: %s; trying %s", self.name, reason, methods[n + 1])
                 continue
             try:
                 result, source = self._read(out, schema, tool, what)
             except ExtractionError as exc:
                 # A malformed tool call is the model's slip, not the method's: the job retries.
-                if last or (method == "function_calling" and _has_tool_call(out)):
+                if method == "function_calling" and _has_tool_call(out):
                     raise
+                if last:
+                    if not failures:
+                        raise
+                    # The earlier methods' failures (a cut-off, a refusal) belong in the error too.
+                    failures.append(f"{method}: " + str(exc).removeprefix(f"{what}: "))
+                    raise ExtractionError(
+                        f"{what}: no way of asking {self.name} worked: " + "; ".join(failures)
+                    ) from exc.__cause__
                 failures.append(f"{method}: {exc}")
                 logger.info("%s: %s gave no structured answer; trying %s", self.name, method, methods[n + 1])
                 continue
@@ -244,7 +282,13 @@ class LLMExtractor:
             if self._forced is not None
             else ""
         )
-        raise ExtractionError(f"{what}: no way of asking {self.name} worked: " + "; ".join(failures) + advice)
+        message = f"{what}: no way of asking {self.name} worked: " + "; ".join(failures) + advice
+        if failures and "cut off" in failures[-1]:
+            raise ExtractionCutOffError(
+                message + "; the job retries. If the model was not looping, raise "
+                "MemoryConfig.llm_max_output_tokens (a reasoning model's thinking counts against it)"
+            )
+        raise ExtractionError(message)
 
     def _render(self, messages: Sequence[BaseMessage]) -> str:
         return render_messages(messages, counter=self.counter, max_message_tokens=self.max_message_tokens)
@@ -284,7 +328,8 @@ class LLMExtractor:
             )
         else:
             user += p.render("turn_no_summary")
-        result = self._ask(TURN_TOOL, TurnExtraction, p.turn_system, p.json_turn, user, "turn extraction")
+        cap = self._cap(answer_cap(TURN_TOOL, self.counter, summary_tokens=budget if gone else 0))
+        result = self._ask(TURN_TOOL, TurnExtraction, p.turn_system, p.json_turn, user, "turn extraction", cap)
         if not gone:
             return result.model_copy(update={"summary": None}) if result.summary else result
         if not result.summary:
@@ -303,14 +348,18 @@ class LLMExtractor:
             raise InvalidInputError("extract_episode needs at least one message")
         p = self.prompts
         user = p.render("episode_user", conversation=self._render(turn))
-        return self._ask(EPISODE_TOOL, EpisodeExtraction, p.episode_system, p.json_episode, user, "episode extraction")
+        cap = self._cap(answer_cap(EPISODE_TOOL, self.counter))
+        return self._ask(
+            EPISODE_TOOL, EpisodeExtraction, p.episode_system, p.json_episode, user, "episode extraction", cap
+        )
 
     def compress_summary(self, summary: str, max_tokens: int) -> str:
         """``summary`` under ``max_tokens``: a model rewrite, cut extractively if still over.
 
         A summary already within budget is returned unchanged, without a call. When the
-        model's answer is unusable (an error, a timeout, an empty text) the summary is cut
-        extractively instead: the turn's extraction is not lost over its summary.
+        model's answer is unusable (an error, a timeout, an empty text, a text cut off at the
+        output cap) the summary is cut extractively instead: the turn's extraction is not
+        lost over its summary.
         """
         if not isinstance(summary, str):
             raise InvalidInputError(f"summary must be a str, got {type(summary).__name__}")
@@ -325,8 +374,12 @@ class LLMExtractor:
             HumanMessage(p.render("compress_user", summary=quote(summary), max_tokens=budget)),
         ]
         text = ""
+        cap = self._cap(compression_cap(budget))
         try:
-            answer = self._call(self._runnable(TURN_TOOL, "text"), prompt, "summary compression")
+            answer = self._call(self._runnable(TURN_TOOL, "text"), prompt, "summary compression", "text", cap)
+            if cut_off(answer):
+                # A rewrite stopped mid-sentence would lose its end silently.
+                raise ExtractionError(f"the rewrite was cut off at the output limit (max_tokens {cap})")
             if isinstance(answer, BaseMessage):
                 check_size(answer.text, "summary compression: the answer")
                 text = strip_reasoning(answer.text).strip()
@@ -371,10 +424,12 @@ def make_extractor(
     prompts: Prompts | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     counter: TokenCounter | None = None,
+    max_output_tokens: int | None = None,
 ) -> Extractor:
     """The extractor for ``model``: an :class:`LLMExtractor` over it, over
     :func:`default_model` when it is ``None``, or the offline extractor when there is no
-    model at all. An :class:`Extractor` passed in is returned as is.
+    model at all. An :class:`Extractor` passed in is returned as is. ``max_output_tokens``
+    fixes every call's output cap (``None``: sized to each call's schema).
     """
     if model is not None and not isinstance(model, BaseChatModel):
         if isinstance(model, Extractor):
@@ -385,4 +440,6 @@ def make_extractor(
     chosen = model if model is not None else default_model(timeout=timeout)
     if chosen is None:
         return OfflineExtractor(counter=counter)
-    return LLMExtractor(chosen, prompts=prompts, timeout=timeout, counter=counter)
+    return LLMExtractor(
+        chosen, prompts=prompts, timeout=timeout, counter=counter, max_output_tokens=max_output_tokens
+    )

@@ -11,9 +11,10 @@ for JSON in text. The extractor tries, in order, :data:`AUTO_METHODS`:
 3. ``text`` — the prompt asks for JSON, and the tolerant parser reads it.
 
 A method *fails* when the provider refuses the request's shape (:func:`rejects_method`:
-HTTP 400/415/422/501, ``NotImplementedError``), or when its answer holds no structured
-output at all (no tool call, no usable JSON); the next method is then tried within the
-same extraction. A timeout, a connection error or a malformed tool call is not a method's
+HTTP 400/415/422/501, ``NotImplementedError``), when its answer holds no structured
+output at all (no tool call, no usable JSON), or when the answer was cut off at the
+output-token cap (:mod:`~langchain_tiered_memory.extraction.caps`); the next method is then
+tried within the same extraction. A timeout, a connection error or a malformed tool call is not a method's
 failure: it is raised, and the job retries. What worked is remembered per model identity
 (:func:`model_key`: class, endpoint and model name) for the life of the process, so later
 calls — of any extractor over the same model — go straight to it (a model without a name
