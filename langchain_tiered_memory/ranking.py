@@ -268,11 +268,14 @@ class Ranker:
                 own[unit.id] = self._own(unit, c, weigh)
         if cosines is not None:
             own.update(self._beside(user_id, own, weigh, keep, cosines))
+        # Neighbours by place in their thread (a unit id is a hash of it: slower to make).
+        turns = {(o.unit.thread_key, o.unit.first_seq): o for o in own.values() if o.unit.grain == "turn"}
         out = []
         for o in own.values():
             rel, rank = o.relevance, o.rank
             if o.unit.grain == "turn":
-                near = [n for n in (own.get(i) for i in _beside_ids(o.unit)) if n is not None]
+                key, seq = o.unit.thread_key, o.unit.first_seq
+                near = [n for n in (turns.get((key, seq - 1)), turns.get((key, seq + 1))) if n is not None]
                 weight = NEIGHBOUR_WEIGHT * o.content
                 rel = scoring.in_context(rel, max((n.relevance for n in near), default=0.0), weight)
                 rank += weight * max((n.rank for n in near), default=0.0)
@@ -304,7 +307,9 @@ class Ranker:
         their cosine to the query (their BM25, had they shared a rare word, would have made
         them candidates)."""
         turns = sorted((o for o in own.values() if o.unit.grain == "turn"), key=lambda o: -o.rank)[:NEIGHBOURED]
-        wanted = sorted({i for o in turns for i in _beside_ids(o.unit)} - own.keys())
+        have = {(o.unit.thread_key, o.unit.first_seq) for o in own.values() if o.unit.grain == "turn"}
+        places = {(o.unit.thread_key, o.unit.first_seq + d) for o in turns for d in (-1, 1)} - have
+        wanted = sorted(unit_id(key, "turn", seq) for key, seq in places if seq >= 0)
         if not wanted:
             return {}
         rows = self._storage.units.get_many(wanted)
@@ -410,11 +415,6 @@ def _said(c: Candidate, relevance: float, recency: float, rank: float | None = N
     value = relevance if rank is None else rank
     return scoring.ScoreParts(relevance=relevance, dense=c.dense, sparse=c.sparse, decay=recency,
                               effective_importance=recency, score=scoring.score(value, recency))
-
-
-def _beside_ids(unit: UnitRow) -> tuple[str, str]:
-    """The unit ids of the turns before and after a turn in its thread."""
-    return (unit_id(unit.thread_key, "turn", unit.first_seq - 1), unit_id(unit.thread_key, "turn", unit.first_seq + 1))
 
 
 def _kept(unit: UnitRow, user_id: str, keep: Keep) -> bool:
