@@ -97,14 +97,14 @@ def timed(fn, repeat: int) -> list[float]:
 #: The parts of a ``before_turn`` with a query, by the internal call that does each (the
 #: benchmark looks inside; the package's API does not expose these).
 PARTS = (
-    ("the query embedding", "langchain_tiered_memory.index", "RecallIndex", "embed_query"),
+    ("the query embedding", "langchain_tiered_memory.index.recall_index", "RecallIndex", "embed_query"),
     ("planning the searches (the embedding in it)", "langchain_tiered_memory.turn", "Turns", "_plan"),
-    ("index queries (one batch: recall and episodes)", "langchain_tiered_memory.index", "RecallIndex", "candidates_many"),
-    ("ranking (scores, records read)", "langchain_tiered_memory.ranking", "Ranker", "rank"),
-    ("memories section (recall but the embedding)", "langchain_tiered_memory.recall", "RecallLayer", "section"),
-    ("episodes section", "langchain_tiered_memory.episodes", "EpisodeLayer", "section"),
-    ("entities section", "langchain_tiered_memory.entities", "EntityLayer", "section"),
-    ("summary section", "langchain_tiered_memory.summary", "SummaryLayer", "section"),
+    ("index queries (one batch: recall and episodes)", "langchain_tiered_memory.index.recall_index", "RecallIndex", "candidates_many"),
+    ("ranking (scores, records read)", "langchain_tiered_memory.recall.ranking", "Ranker", "rank"),
+    ("memories section (recall but the embedding)", "langchain_tiered_memory.recall.layer", "RecallLayer", "section"),
+    ("episodes section", "langchain_tiered_memory.layers.episodes", "EpisodeLayer", "section"),
+    ("entities section", "langchain_tiered_memory.layers.entities", "EntityLayer", "section"),
+    ("summary section", "langchain_tiered_memory.layers.summary", "SummaryLayer", "section"),
     ("window", "langchain_tiered_memory.turn", "Turns", "_window"),
 )
 

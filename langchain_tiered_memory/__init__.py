@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .budget import SpendBudget
+    from .llm.budget import SpendBudget
     from .config import MemoryConfig
     from .context import ContextSection, MemoryContext, TokenUsage
     from .embeddings import (
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
         SentenceTransformerEmbeddings,
         default_embeddings,
     )
-    from .entities import AttributeValue, Entity
+    from .layers.entities import AttributeValue, Entity
     from .entries import MemoryEntry, MemoryHit
-    from .episodes import Episode, EpisodeHit
+    from .layers.episodes import Episode, EpisodeHit
     from .errors import (
         ConfigError,
         CorruptDatabaseError,
@@ -75,15 +75,15 @@ if TYPE_CHECKING:
     from .integrations.tools import create_memory_tools
     from .integrations.vectorstore import MemoryVectorStore
     from .jobs import JobInfo, JobJournal
-    from .llm_config import ModelSettings
+    from .llm.settings import ModelSettings
     from .memory import ThreadInfo, TieredMemory
     from .scoring import ScoreParts
     from .tokens import TokenCounter, TokenCounterLike
     from .turn import TurnResult
-    from .usage import JobUsage
+    from .llm.usage import JobUsage
     from .views import MemoryStats, SearchResults
     from .vocabulary import MemoryType
-    from .window import TRUNCATION_MARKER
+    from .layers.window import TRUNCATION_MARKER
 
 _ERRORS = (
     "ConfigError", "CorruptDatabaseError", "DataDirError", "EmbeddingError", "EmbeddingMismatchError",
@@ -96,7 +96,7 @@ _ERRORS = (
 #: Each public name and the module that defines it (relative to this package).
 _LAZY: dict[str, str] = {
     **dict.fromkeys(_ERRORS, ".errors"),
-    "SpendBudget": ".budget",
+    "SpendBudget": ".llm.budget",
     "MemoryConfig": ".config",
     "ContextSection": ".context",
     "MemoryContext": ".context",
@@ -106,12 +106,12 @@ _LAZY: dict[str, str] = {
     "MiniLMEmbeddings": ".embeddings",
     "SentenceTransformerEmbeddings": ".embeddings",
     "default_embeddings": ".embeddings",
-    "AttributeValue": ".entities",
-    "Entity": ".entities",
+    "AttributeValue": ".layers.entities",
+    "Entity": ".layers.entities",
     "MemoryEntry": ".entries",
     "MemoryHit": ".entries",
-    "Episode": ".episodes",
-    "EpisodeHit": ".episodes",
+    "Episode": ".layers.episodes",
+    "EpisodeHit": ".layers.episodes",
     "TieredChatMessageHistory": ".integrations",
     "TieredCheckpointSaver": ".integrations.checkpointer",
     "AsyncTieredCheckpointSaver": ".integrations.checkpointer",
@@ -127,18 +127,18 @@ _LAZY: dict[str, str] = {
     "MemoryVectorStore": ".integrations.vectorstore",
     "JobInfo": ".jobs",
     "JobJournal": ".jobs",
-    "ModelSettings": ".llm_config",
+    "ModelSettings": ".llm.settings",
     "ThreadInfo": ".memory",
     "TieredMemory": ".memory",
     "ScoreParts": ".scoring",
     "TokenCounter": ".tokens",
     "TokenCounterLike": ".tokens",
     "TurnResult": ".turn",
-    "JobUsage": ".usage",
+    "JobUsage": ".llm.usage",
     "MemoryStats": ".views",
     "SearchResults": ".views",
     "MemoryType": ".vocabulary",
-    "TRUNCATION_MARKER": ".window",
+    "TRUNCATION_MARKER": ".layers.window",
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .budget import SpendBudget
+from .llm.budget import SpendBudget
 from .errors import ConfigError
 
 #: The smallest window budget a config may leave: below it not even one truncated message

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from .fence import quote
 
 if TYPE_CHECKING:
-    from .searches import Searches
+    from .index.searches import Searches
     from .storage.rows import ThreadRow
     from .tokens import TokenCounter
 

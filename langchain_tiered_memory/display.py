@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from .context import MemoryContext
-    from .entities import Entity
+    from .layers.entities import Entity
     from .entries import MemoryHit
     from .tokens import TokenCounter
 

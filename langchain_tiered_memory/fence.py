@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .skeleton import Skeleton, look_alikes, skeleton
+from .text.skeleton import Skeleton, look_alikes, skeleton
 
 __all__ = ["FENCES", "ROLE_TAGS", "normalise", "quote", "quote_key"]
 

@@ -26,9 +26,9 @@ from langchain_core.messages import BaseMessage
 from .adapters import AdapterAccess, register_adapter
 from .config import CALLS_PER_JOB, MemoryConfig, as_config
 from .context import MemoryContext
-from .entities import Entity, EntityLayer, name_key
+from .layers.entities import Entity, EntityLayer, name_key
 from .entries import MemoryEntry, check_id, check_memory_id, check_query, check_text, check_time
-from .episodes import EpisodeHit, EpisodeLayer, episode_id
+from .layers.episodes import EpisodeHit, EpisodeLayer, episode_id
 from .errors import (
     ConfigError,
     CorruptDatabaseError,
@@ -39,19 +39,19 @@ from .errors import (
     TieredMemoryError,
     VectorStoreError,
 )
-from .degradation import Degradations
-from .dialogue import DialogueLayer
-from .facts import FactLayer
-from .forgetting import Forgetter
-from .index import RecallIndex
-from .items import Items
+from .index.degradation import Degradations
+from .recall.dialogue import DialogueLayer
+from .layers.facts import FactLayer
+from .ops.forgetting import Forgetter
+from .index.recall_index import RecallIndex
+from .layers.items import Items
 from .jobs import NEEDS_LLM, JobHandlers, JobJournal, JobRunner
-from .recall import Evidence, RecallLayer
-from .searches import Searches
-from .spending import Spending, budget_for
+from .recall.layer import Evidence, RecallLayer
+from .index.searches import Searches
+from .llm.spending import Spending, budget_for
 from .storage import Storage
 from .storage.rows import MemoryRow, ThreadRow
-from .summary import SummaryLayer
+from .layers.summary import SummaryLayer
 from .tokens import TokenCounter, TokenCounterLike, make_counter
 from .turn import TurnResult, Turns
 from .views import MemoryStats, SearchResults
@@ -231,7 +231,7 @@ class TieredMemory(AdapterAccess):
     def _open_checks(self) -> None:
         if self.data_dir is None:  # a database server: no directory of an older layout
             return
-        from .legacy import upgrade_directory
+        from .ops.legacy import upgrade_directory
 
         upgrade_directory(self._storage, self.data_dir, self._query_cached)
         if self._storage.is_new and not self._index.server and self._index.path.is_dir():
@@ -759,7 +759,7 @@ class TieredMemory(AdapterAccess):
         """
         check_id("user_id", user_id)
         self._check_open()
-        from .legacy import memory_record
+        from .ops.legacy import memory_record
 
         data = self._storage.portability.export_user(user_id)
         data["memories"] = [memory_record(MemoryRow(**row)) for row in data["memories"]]
@@ -784,7 +784,7 @@ class TieredMemory(AdapterAccess):
         self._check_open()
         if not isinstance(data, Mapping):
             raise InvalidInputError(f"data must be what export_user returned (a dict), got {type(data).__name__}")
-        from .legacy import prepare_import
+        from .ops.legacy import prepare_import
 
         rows = prepare_import(user_id, data, self._turns.serialise, self.items.embed_value)
         counts = self._storage.portability.import_user(

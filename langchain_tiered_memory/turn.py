@@ -49,11 +49,11 @@ from .context import (
 from .entries import MAX_QUERY_CHARS
 from .errors import InvalidMessageError, TieredMemoryError, VectorStoreError
 from .storage.rows import IndexRow, NewMessage, ThreadRow
-from .window import ThreadIndex, fit_group, select, truncate_message
+from .layers.window import ThreadIndex, fit_group, select, truncate_message
 
 if TYPE_CHECKING:
     from .config import MemoryConfig
-    from .searches import Searches
+    from .index.searches import Searches
     from .storage import Storage
     from .tokens import TokenCounter
 

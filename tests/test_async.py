@@ -134,7 +134,7 @@ def test_remember_many_and_import_embed_in_batches_with_a_progress_bar(tmp_path)
         ids = m.remember_many("alice", items, merge=False)  # near-duplicates on purpose
         assert len(set(ids)) == 150
         assert embeddings.document_calls <= 3  # batches of 64, not one call per item
-        from langchain_tiered_memory.portability import export_jsonl
+        from langchain_tiered_memory.ops.portability import export_jsonl
 
         with open(tmp_path / "alice.jsonl", "w") as f:
             export_jsonl(m, "alice", f)

@@ -287,7 +287,7 @@ def test_a_large_user_among_others_finds_their_nearest_points(tmp_path):
     # 0.2 of them here: a user's points are islands in it.)
     import numpy as np
 
-    from langchain_tiered_memory.index import EDGE_TUNING
+    from langchain_tiered_memory.index.recall_index import EDGE_TUNING
 
     rng = np.random.default_rng(3)
     topics = rng.standard_normal((40, 384)).astype(np.float32)  # clustered, as text is

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_tiered_memory import InvalidInputError, MemoryConfig, TieredMemory
 from langchain_tiered_memory.embeddings import HashingEmbeddings
-from langchain_tiered_memory.portability import FORMAT, FORMAT_VERSION, export_jsonl, read_jsonl
+from langchain_tiered_memory.ops.portability import FORMAT, FORMAT_VERSION, export_jsonl, read_jsonl
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted_model import ScriptedChatModel, wrong_types_tool_call  # noqa: E402

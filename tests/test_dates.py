@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from langchain_tiered_memory.dates import resolve, tells_current
+from langchain_tiered_memory.recall.dates import resolve, tells_current
 
 THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
 

@@ -28,7 +28,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from tokenizers import Tokenizer
 
 import langchain_tiered_memory.embeddings as embeddings_module
-import langchain_tiered_memory.minilm as minilm_module
+import langchain_tiered_memory.embeddings.minilm as minilm_module
 from langchain_tiered_memory.embeddings import (
     HashingEmbeddings,
     MiniLMEmbeddings,

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from langchain_tiered_memory.entities import name_key, query_terms
+from langchain_tiered_memory.layers.entities import name_key, query_terms
 from langchain_tiered_memory.storage.entities import upsert_entity
 from langchain_tiered_memory.storage.rows import EntityUpdate
 

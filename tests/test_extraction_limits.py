@@ -494,7 +494,7 @@ def test_extraction_and_offline_import_no_module_that_imports_them_back():
 
     cycles = [name for name in graph if reaches(name, name, set())]
     assert cycles == [], cycles
-    offline_deps = {t for n, ts in graph.items() if n.startswith("langchain_tiered_memory.offline") for t in ts}
+    offline_deps = {t for n, ts in graph.items() if n.startswith("langchain_tiered_memory.extraction.offline") for t in ts}
     assert {t for t in offline_deps if t.startswith("langchain_tiered_memory.extraction")} <= {
         "langchain_tiered_memory.extraction",
         "langchain_tiered_memory.extraction.schema",

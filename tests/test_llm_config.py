@@ -9,7 +9,7 @@ import pytest
 
 from langchain_tiered_memory import ConfigError, ModelSettings, ModelUnavailableError
 from langchain_tiered_memory.extraction import default_model, make_extractor
-from langchain_tiered_memory.llm_config import is_connection_error
+from langchain_tiered_memory.llm.settings import is_connection_error
 
 
 def test_no_server_configured_means_offline():

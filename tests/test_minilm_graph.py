@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import langchain_tiered_memory.minilm_graph as graph_module
+import langchain_tiered_memory.embeddings.minilm_graph as graph_module
 from langchain_tiered_memory import MiniLMEmbeddings
-from langchain_tiered_memory.minilm_graph import FusedGraphError, build_fused
+from langchain_tiered_memory.embeddings.minilm_graph import FusedGraphError, build_fused
 
 TEXTS = [
     "",

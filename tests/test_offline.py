@@ -7,10 +7,10 @@ import logging
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from langchain_tiered_memory import offline
+from langchain_tiered_memory.extraction import offline
 from langchain_tiered_memory.errors import InvalidInputError
 from langchain_tiered_memory.extraction import USER_ENTITY, Extractor, TurnExtraction, make_extractor
-from langchain_tiered_memory.offline import (
+from langchain_tiered_memory.extraction.offline import (
     OfflineExtractor,
     compress_extractive,
     extract_rules,

@@ -25,7 +25,7 @@ from langgraph.graph.message import add_messages
 from langchain_tiered_memory import CorruptDatabaseError, MemoryConfig, ShardLockedError, TieredMemory
 from langchain_tiered_memory.backends import Where
 from langchain_tiered_memory.embeddings import HashingEmbeddings
-from langchain_tiered_memory.index import tenant_key
+from langchain_tiered_memory.index.recall_index import tenant_key
 
 INLINE = MemoryConfig(job_mode="inline")
 EMB = HashingEmbeddings()
@@ -281,7 +281,7 @@ import os, sys
 sys.path.insert(0, {tests!r})
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.embeddings import HashingEmbeddings
-from langchain_tiered_memory.index import RecallIndex
+from langchain_tiered_memory.index.recall_index import RecallIndex
 
 memory = TieredMemory({data!r}, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings())
 print(memory.remember("alice", "user: my bank is Lunar Credit Union"), flush=True)

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.cli import DEMO_TURNS
 from langchain_tiered_memory.embeddings import MiniLMEmbeddings
-from langchain_tiered_memory.index import GRAINS
+from langchain_tiered_memory.index.recall_index import GRAINS
 
 INLINE = MemoryConfig(job_mode="inline")
 
@@ -274,7 +274,7 @@ def test_a_possessive_relation_is_asked_about_the_person_by_name(memory):
 
 
 def test_in_a_long_message_the_second_hop_asks_the_sentence_that_names_the_relation(memory, monkeypatch):
-    from langchain_tiered_memory.index import RecallIndex
+    from langchain_tiered_memory.index.recall_index import RecallIndex
 
     _godmother_said(memory)
     embedded: list[str] = []
@@ -334,9 +334,9 @@ def test_overlapping_evidence_is_quoted_once_in_the_order_it_was_said(memory):
 
 
 def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budget():
-    from langchain_tiered_memory.dialogue import Line
-    from langchain_tiered_memory.quotes import NEIGHBOUR_CHARS, quote_evidence
-    from langchain_tiered_memory.recall import Evidence
+    from langchain_tiered_memory.recall.dialogue import Line
+    from langchain_tiered_memory.recall.quotes import NEIGHBOUR_CHARS, quote_evidence
+    from langchain_tiered_memory.recall.layer import Evidence
     from langchain_tiered_memory.tokens import TiktokenCounter
 
     at = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
@@ -376,8 +376,7 @@ def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budge
 
 
 def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkeypatch):
-    from langchain_tiered_memory import ranking
-
+    from langchain_tiered_memory.recall import ranking
     t0 = datetime(2025, 2, 1, 9, tzinfo=timezone.utc)
     said = [
         "I live in Paris.", "My sister Ines is a nurse.", "I prefer green tea in the morning.",

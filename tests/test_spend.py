@@ -228,7 +228,7 @@ def test_the_cli_stats_shows_spend_per_day_and_user(tmp_path):
     ],
 )
 def test_a_model_from_the_environment_gets_a_default_spend_budget(tmp_path, monkeypatch, env, config, limits):
-    from langchain_tiered_memory.spending import ENV_MODEL_BUDGET
+    from langchain_tiered_memory.llm.spending import ENV_MODEL_BUDGET
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "TIERED_MEMORY_MODEL"):
         monkeypatch.delenv(name, raising=False)

@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_tiered_memory import TRUNCATION_MARKER, MemoryConfig, TieredMemory
 from langchain_tiered_memory.storage import IndexRow
 from langchain_tiered_memory.tokens import TiktokenCounter
-from langchain_tiered_memory.window import ThreadIndex, select
+from langchain_tiered_memory.layers.window import ThreadIndex, select
 
 WORDS = ["alpha", "tea", "Paris", "budget", "réunion", "東京", "🙂", "the", "42", "ok"]
 

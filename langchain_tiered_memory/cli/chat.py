@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..context import MemoryContext
-    from ..llm_config import ModelSettings
+    from ..llm.settings import ModelSettings
 
 
 def add_commands(command: common.AddCommand) -> None:
@@ -41,7 +41,7 @@ def add_commands(command: common.AddCommand) -> None:
 
 
 def _model(args: argparse.Namespace) -> tuple[BaseChatModel | None, ModelSettings | None]:
-    from ..llm_config import ModelSettings
+    from ..llm.settings import ModelSettings
 
     settings = ModelSettings.from_env(model=args.model, timeout=args.timeout, max_retries=args.max_retries)
     if settings is None:
@@ -53,8 +53,8 @@ def _model(args: argparse.Namespace) -> tuple[BaseChatModel | None, ModelSetting
 def run(args: argparse.Namespace) -> int:
     from langchain_core.messages import HumanMessage, SystemMessage, merge_message_runs
 
-    from ..llm_config import is_connection_error
-    from ..spending import ENV_MODEL_BUDGET
+    from ..llm.settings import is_connection_error
+    from ..llm.spending import ENV_MODEL_BUDGET
 
     model, settings = _model(args)
     if model is None:

@@ -27,7 +27,7 @@ def add_commands(command: common.AddCommand) -> None:
 def migrate(args: argparse.Namespace) -> int:
     from tqdm import tqdm  # type: ignore[import-untyped]
 
-    from ..migrate import migrate as copy
+    from ..ops.migrate import migrate as copy
 
     bars: dict[str, Any] = {}
 

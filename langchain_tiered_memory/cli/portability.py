@@ -20,7 +20,7 @@ def add_commands(command: common.AddCommand) -> None:
 
 
 def export(args: argparse.Namespace) -> int:
-    from ..portability import export_jsonl
+    from ..ops.portability import export_jsonl
 
     with common.open_memory(args, look=True) as memory:
         if args.output is None:
@@ -49,7 +49,7 @@ def export(args: argparse.Namespace) -> int:
 
 
 def import_(args: argparse.Namespace) -> int:
-    from ..portability import load_jsonl
+    from ..ops.portability import load_jsonl
 
     # The whole file is checked before the memory is opened, let alone created.
     user_id, data = load_jsonl(sys.stdin if args.file == "-" else args.file)

@@ -53,7 +53,7 @@ from .schema import (
 from .structured import StructuredMethod, forget_methods
 
 if TYPE_CHECKING:
-    from ..offline import OfflineExtractor
+    from .offline import OfflineExtractor
     from .llm import LLMExtractor, default_model, make_extractor
 
 __all__ = [
@@ -100,7 +100,7 @@ _LAZY = {
     "LLMExtractor": ".llm",
     "default_model": ".llm",
     "make_extractor": ".llm",
-    "OfflineExtractor": "..offline",
+    "OfflineExtractor": ".offline",
 }
 
 

@@ -27,7 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
 from ..errors import ExtractionError, ExtractionTimeoutError
-from ..llm_config import is_connection_error
+from ..llm.settings import is_connection_error
 
 __all__ = ["MAX_HUNG_CALLS", "call_with_timeout", "hung_calls", "with_request_timeout"]
 

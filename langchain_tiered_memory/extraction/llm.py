@@ -34,10 +34,10 @@ from pydantic import BaseModel
 
 from ..errors import ExtractionCutOffError, ExtractionError, ExtractionTimeoutError, InvalidInputError
 from ..fence import quote
-from ..llm_config import DEFAULT_OPENAI_MODEL
-from ..offline import OfflineExtractor, compress_extractive, extractive_summary
+from ..llm.settings import DEFAULT_OPENAI_MODEL
+from .offline import OfflineExtractor, compress_extractive, extractive_summary
 from ..tokens import TiktokenCounter, TokenCounter
-from ..usage import note_method
+from ..llm.usage import note_method
 from .calls import call_with_timeout, with_request_timeout
 from .caps import answer_cap, compression_cap, cut_off, cut_off_error, with_output_cap
 from .messages import render_messages
@@ -408,7 +408,7 @@ def default_model(*, timeout: float | None = None, max_retries: int = 0) -> Base
     ``timeout`` is the client's request timeout (default 60 s) and ``max_retries`` its own
     retries (default none: extraction jobs retry with backoff).
     """
-    from ..llm_config import ModelSettings
+    from ..llm.settings import ModelSettings
 
     try:
         settings = ModelSettings.from_env(timeout=timeout or DEFAULT_TIMEOUT, max_retries=max_retries)

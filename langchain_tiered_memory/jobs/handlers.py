@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import HumanMessage
 
-from ..entities import EntityLayer, updates
-from ..episodes import episode_id
+from ..layers.entities import EntityLayer, updates
+from ..layers.episodes import episode_id
 from ..storage.rows import EpisodeRow, JobRow, MemoryRow, SummaryUpdate, ThreadRow
-from ..summary import SummaryLayer
+from ..layers.summary import SummaryLayer
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -140,7 +140,7 @@ class JobHandlers:
             if not text or not text.strip():
                 # Asked for a summary and given none: fold extractively rather than leave the
                 # evicted messages in neither the window nor the summary.
-                from ..offline import extractive_summary
+                from ..extraction.offline import extractive_summary
 
                 text = extractive_summary(
                     evicted, previous=current, max_tokens=self.config.summary_max_tokens,

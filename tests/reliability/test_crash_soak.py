@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.embeddings import HashingEmbeddings
-from langchain_tiered_memory.index import RecallIndex
+from langchain_tiered_memory.index.recall_index import RecallIndex
 
 from .common import ROOT, child_env, index_problems, integrity, python
 

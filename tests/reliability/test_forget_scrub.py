@@ -119,8 +119,7 @@ def test_a_reader_that_ends_within_the_wait_lets_the_forget_scrub(tmp_path):
 
 
 def test_the_background_upkeep_scrubs_once_the_reader_ends(tmp_path, monkeypatch):
-    from langchain_tiered_memory import forgetting
-
+    from langchain_tiered_memory.ops import forgetting
     monkeypatch.setattr(forgetting, "SCRUB_RETRY_SECONDS", 0.2)
     data = tmp_path / "memory"
     with open_memory(data) as memory:

@@ -1,0 +1,191 @@
+"""The conversation itself, searchable: single turns and short windows of turns.
+
+Every stored user or assistant message is a ``turn`` unit, and every few consecutive
+messages a ``window`` unit (``storage/units.py``). Their indexed text is built from the log
+each time it is needed — the messages are its only copy — with the speaker and the date on
+each line, so "when" and "who said it" are in what is embedded and what BM25 sees::
+
+    user (2024-03-31): They finally made me team lead at work!
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import messages_from_dict
+
+from ..backends.bm25 import content_words
+from .dates import tells_current
+from ..extraction.messages import message_text, speaker
+from ..text.sentences import only_asks
+from ..storage.rows import Unit
+from ..storage.units import unit_id
+
+if TYPE_CHECKING:
+    from ..index.recall_index import RecallIndex
+    from ..storage import Storage, UnitRow
+
+#: Message types whose plain-text form needs no message object.
+_PLAIN = {"human": "user", "ai": "assistant"}
+#: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
+MAX_INDEXED_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class Line:
+    """One message of a unit: its id, when and by whom it was said, what was said."""
+
+    message_id: str
+    seq: int
+    at: datetime
+    speaker: str
+    text: str
+    #: The message's token count as stored (chat format), when read from the log.
+    tokens: int | None = None
+
+    @cached_property
+    def asks(self) -> bool:
+        """Whether the line only asks: each of its sentences is a question ("any advice on
+        sleep?"), none says anything ("My budget is 3,000 euros. Is that enough?" says).
+        Cached: indexing reads it for a unit's share and again for :attr:`tells_current`."""
+        return only_asks(self.text)
+
+    @property
+    def tells_current(self) -> bool:
+        """Whether a person (not the assistant, whose replies echo) says here that something
+        changed or how it stands now ("I've switched to tea"; "any tips for my new flat?"
+        only asks)."""
+        return self.speaker != "assistant" and tells_current(self.text) and not self.asks
+
+    def render(self, *, time: bool = False, limit: int | None = None) -> str:
+        """``speaker (date): text`` on one line (``time``: with the hour)."""
+        when = f"{self.at:%Y-%m-%d %H:%M}" if time else f"{self.at:%Y-%m-%d}"
+        text = " ".join(self.text.split())
+        if limit is not None and len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return f"{self.speaker} ({when}): {text}"
+
+
+def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:
+    """The lines of a unit's messages, ``(seq, message_id, created_at, data[, tokens])`` each."""
+    out = []
+    for seq, message_id, created, data, *rest in rows:
+        who, text = _said(json.loads(data))
+        tokens = rest[0] if rest else None
+        out.append(Line(message_id, seq, datetime.fromisoformat(created), who, text, tokens))
+    return out
+
+
+def _said(stored: dict[str, Any]) -> tuple[str, str]:
+    """Who said a stored message and its text. A plain text message is read from its dict
+    (building the message object is most of the cost of quoting evidence); anything else
+    (content blocks, tool calls) through langchain-core."""
+    fields = stored.get("data") or {}
+    name = fields.get("name")
+    content = fields.get("content")
+    if stored.get("type") in _PLAIN and isinstance(content, str) and not fields.get("tool_calls"):
+        who, text = _PLAIN[stored["type"]], content
+    else:
+        message = messages_from_dict([stored])[0]
+        who, text = speaker(message), message_text(message)
+    # A named speaker (two people talking, an imported chat) is named: questions do.
+    if isinstance(name, str) and name.strip():
+        who = " ".join(name.split())
+    return who, text
+
+
+class DialogueLayer:
+    """The index's source of ``turn`` and ``window`` units."""
+
+    name = "conversation"
+    grains: tuple[str, ...] = ("turn", "window")
+
+    def __init__(self, storage: Storage) -> None:
+        self._storage = storage
+
+    def lines(self, units: Sequence[UnitRow]) -> dict[str, list[Line]]:
+        """Each unit's lines, by unit id."""
+        return {uid: lines_of(rows) for uid, rows in self._storage.units.spans(units).items()}
+
+    def pending(self, limit: int) -> list[Unit]:
+        """Units whose point is not written yet, with their indexed text, ``asks``: the
+        share of their lines that only ask (recall trusts a question less as evidence),
+        ``news``: the share of the people's lines that tell of a change or of how things
+        stand now (what a question about now looks for), and ``words``: how many distinct
+        content words they say (a line of names and pleasantries says one or two)."""
+        units = self._storage.units.unindexed(limit)
+        lines = self.lines(units)
+        out = []
+        for u in units:
+            own = lines[u.id]
+            text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in own)
+            asks = round(sum(line.asks for line in own) / len(own), 2) if own else 0.0
+            people = [line for line in own if line.speaker != "assistant"]
+            news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
+            # A span whose messages were all tool calls or system text has nothing to find.
+            words = len(content_words(" ".join(line.text for line in own)))
+            out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
+                            fields={"current": 1, "asks": asks, "news": news, "words": words}))
+        return out
+
+    def embed(
+        self, units: Sequence[Unit], embed: Callable[[list[str]], list[list[float]]], index: RecallIndex
+    ) -> list[list[float]]:
+        """Turns are embedded; a window's vector is the mean of its turns' vectors, each
+        turn weighing the same — without embedding each message again, and without cutting
+        a long window at 256 tokens. Weighting by length (what a mean-pooling model makes of
+        the joined text) let one long, generic reply pull every window it sits in towards
+        every question (recall@10 on benchmarks/longchat 0.89 with it, 0.90 without)."""
+        turns = [u for u in units if u.grain == "turn"]
+        windows = [u for u in units if u.grain == "window"]
+        rows = self._storage.units.get_many([u.id for u in windows])
+        parts = {
+            uid: [unit_id(rows[uid].thread_key, "turn", line.seq) for line in lines]
+            for uid, lines in self.lines(list(rows.values())).items()
+        }
+        # One read for every turn vector the batch needs. A turn's text never changes: a
+        # point written before (its marks refreshed by a migration, or a rebuild after
+        # points went missing) keeps its vector.
+        made = index.vectors(sorted({u.id for u in turns} | {t for ts in parts.values() for t in ts}))
+        fresh = [u for u in turns if u.id not in made]
+        made.update(zip([u.id for u in fresh], embed([u.text for u in fresh])) if fresh else ())
+        out: list[list[float]] = []
+        missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t in parts[u.id])]
+        fallback = dict(zip([u.id for u in missing], embed([u.text for u in missing]))) if missing else {}
+        for u in units:
+            if u.grain == "turn":
+                out.append(made[u.id])
+            elif u.id in fallback:
+                out.append(fallback[u.id])
+            else:
+                import numpy as np  # here, not at module level: importing the package loads no numpy
+
+                mean = np.sum([np.asarray(made[t]) for t in parts[u.id]], axis=0)
+                norm = float(np.linalg.norm(mean))
+                out.append((mean / norm).tolist() if norm else embed([u.text])[0])
+        return out
+
+    def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
+        """Mark the units indexed."""
+        self._storage.units.mark_indexed([u.id for u in units])
+
+    def reset(self) -> int:
+        """Every unit needs its point again."""
+        return self._storage.units.mark_all_unindexed()
+
+    def indexed_count(self) -> int:
+        """Units with their point written."""
+        return self._storage.units.indexed_count()
+
+    def texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """The indexed text of the units among ``ids``."""
+        units = list(self._storage.units.get_many(list(ids)).values())
+        return {
+            uid: "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines) or " "
+            for uid, lines in self.lines(units).items()
+        }

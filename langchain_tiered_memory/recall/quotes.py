@@ -1,0 +1,186 @@
+"""The ``memories`` section of the context: recalled evidence quoted within a token budget.
+
+Evidence arrives best first and is chosen best first while it fits; the section then reads
+newest first, so that where two pieces disagree ("I live in Paris", later "we moved to
+Lisbon") the one a model meets first is the current one. A fact or an episode is one dated
+line. Messages are quoted as passages: evidence from the same thread whose messages overlap
+or touch joins one passage, in the order they were said, so no message is quoted twice and
+a question's answer reads with what was said around it. Where budget is left, the message
+before and after each matching turn joins its passage too — shortened, since it is there
+for context and a long reply would crowd out evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from .dialogue import Line
+
+if TYPE_CHECKING:
+    from .layer import Evidence
+    from ..tokens import TokenCounter
+
+__all__ = ["LINE_FRAME", "NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]
+
+#: A neighbouring message is quoted up to this many characters (about 60 tokens).
+NEIGHBOUR_CHARS = 280
+#: What a quoted line costs beyond its message's stored count: the indent, speaker, date,
+#: time and newline take about 15 tokens, of which the stored count's chat-format overhead
+#: (4) already pays some; one more for safety.
+LINE_FRAME = 12
+
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
+#: The messages at the given seqs of each thread, by ``(thread_id, seq)`` (the neighbours
+#: of the matching turns, all read at once).
+Neighbours = Callable[[Sequence[tuple[str, Sequence[int]]]], Mapping[tuple[str, int], Line]]
+
+
+@dataclass
+class _Passage:
+    """One block of the section: a fact, an episode, or consecutive messages of a thread."""
+
+    head: str | None = None  # a fact's or an episode's line
+    thread_id: str | None = None
+    lines: dict[int, Line] = field(default_factory=dict)
+    context: set[int] = field(default_factory=set)  # seqs quoted as neighbours, shortened
+    matched: list[int] = field(default_factory=list)  # seqs of matching turns, best first
+    tokens: int = 0
+    at: datetime | None = None  # when its newest line was said
+
+    def text(self, seq: int) -> str:
+        return self.lines[seq].render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
+
+    def render(self) -> list[str]:
+        if self.head is not None:
+            return [self.head]
+        return [("- " if i == 0 else "  ") + self.text(seq) for i, seq in enumerate(sorted(self.lines))]
+
+    def touches(self, thread_id: str | None, seqs: Sequence[int]) -> bool:
+        if self.head is not None or thread_id != self.thread_id or not self.lines:
+            return False
+        low, high = min(self.lines) - 1, max(self.lines) + 1
+        return any(low <= s <= high for s in seqs)
+
+
+@dataclass(frozen=True)
+class Quoted:
+    """The section's text, its tokens, and the evidence it quotes (best first)."""
+
+    text: str
+    tokens: int
+    shown: tuple[Evidence, ...]
+
+
+def quote_evidence(
+    evidence: Sequence[Evidence], budget: int, counter: TokenCounter, neighbours: Neighbours | None = None
+) -> Quoted | None:
+    """The evidence that fits ``budget`` tokens, quoted (see the module docs)."""
+    passages: list[_Passage] = []
+    shown: list[Evidence] = []
+    present: set[str] = set()
+    used = 0
+    # A passage costs the sum of its lines. A message's line is priced from the count
+    # stored with it (counted once, when it was written) plus its speaker and date, so
+    # trying a candidate encodes nothing; a shortened line is short to count. The section
+    # is counted exactly at the end, and trimmed should the estimate have fallen short.
+    counted: dict[tuple[str | None, int, bool], int] = {}
+
+    def line_cost(p: _Passage, seq: int) -> int:
+        key = (p.thread_id, seq, seq in p.context)
+        if key not in counted:
+            line = p.lines[seq]
+            if line.tokens is not None and seq not in p.context:
+                counted[key] = line.tokens + LINE_FRAME
+            else:
+                counted[key] = counter.count_text("  " + p.text(seq) + "\n")
+        return counted[key]
+
+    def cost(p: _Passage) -> int:
+        if p.head is not None:
+            return counter.count_text(p.head + "\n")
+        return sum(line_cost(p, seq) for seq in p.lines)
+
+    for e in evidence:
+        if e.grain in ("fact", "session"):
+            date = f"{e.at:%Y-%m-%d}"
+            label = date if e.grain == "fact" else f"{date}, session"
+            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()), at=e.at)
+            p.tokens = cost(p)
+            if used + p.tokens <= budget:
+                passages.append(p)
+                shown.append(e)
+                used += p.tokens
+            continue
+        new = [line for line in e.lines if line.message_id not in present]
+        if not new:
+            continue  # every message of it is quoted already
+        seqs = [line.seq for line in new]
+        joined = [i for i, p in enumerate(passages) if p.touches(e.thread_id, seqs)]
+        merged = _Passage(thread_id=e.thread_id)
+        for i in joined:
+            merged.lines.update(passages[i].lines)
+            merged.context |= passages[i].context
+            merged.matched += passages[i].matched
+        merged.lines.update({line.seq: line for line in new})
+        merged.context -= set(seqs)  # now evidence in its own right: quoted whole
+        if e.grain == "turn":
+            merged.matched.append(new[0].seq)
+        merged.tokens = cost(merged)
+        merged.at = max(line.at for line in merged.lines.values())
+        delta = merged.tokens - sum(passages[i].tokens for i in joined)
+        if used + delta > budget:
+            continue
+        if joined:
+            passages[joined[0]] = merged
+            for i in reversed(joined[1:]):
+                del passages[i]
+        else:
+            passages.append(merged)
+        shown.append(e)
+        present.update(line.message_id for line in new)
+        used += delta
+    if not passages:
+        return None
+    if neighbours is not None:
+        used = _add_neighbours(passages, present, budget, used, cost, neighbours)
+    while True:
+        newest_first = sorted(passages, key=lambda p: p.at or _EPOCH, reverse=True)
+        text = "\n".join(line for p in newest_first for line in p.render())
+        tokens = counter.count_text(text)
+        if tokens <= budget or len(passages) == 1:
+            break
+        passages.pop()  # the estimate fell short: the least relevant passage goes
+    return Quoted(text, tokens, tuple(shown))
+
+
+def _add_neighbours(
+    passages: Sequence[_Passage], present: set[str], budget: int, used: int,
+    cost: Callable[[_Passage], int], neighbours: Neighbours,
+) -> int:
+    """Around each matching turn, the message before and after it, while they fit."""
+    wanted: list[tuple[_Passage, str, list[int]]] = []
+    for p in passages:
+        seqs = sorted({s + d for s in p.matched for d in (-1, 1)} - set(p.lines))
+        if p.thread_id is not None and seqs:
+            wanted.append((p, p.thread_id, seqs))
+    found = neighbours([(thread, seqs) for _, thread, seqs in wanted]) if wanted else {}
+    for p, thread, seqs in wanted:
+        for seq in seqs:
+            line = found.get((thread, seq))
+            if line is None or line.message_id in present:
+                continue
+            p.lines[line.seq] = line
+            p.context.add(line.seq)
+            tokens = cost(p)
+            if used + tokens - p.tokens > budget:
+                del p.lines[line.seq]
+                p.context.discard(line.seq)
+                return used
+            used += tokens - p.tokens
+            p.tokens = tokens
+            present.add(line.message_id)
+    return used
