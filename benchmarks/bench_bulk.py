@@ -48,17 +48,17 @@ def main(argv: list[str] | None = None) -> int:
         with TieredMemory(Path(tmp) / "single", embeddings=embeddings) as memory:
             start = time.perf_counter()
             for i in range(args.single):
-                memory.remember("alice", text(i))
+                memory.memories.remember("alice", text(i))
             single = (time.perf_counter() - start) / args.single
         with TieredMemory(Path(tmp) / "bulk", embeddings=embeddings) as memory:
             items = [{"content": text(100_000 + i)} for i in range(args.bulk)]
             start = time.perf_counter()
-            memory.remember_many("bob", items)
+            memory.memories.remember_many("bob", items)
             bulk = (time.perf_counter() - start) / args.bulk
-            exported = memory.export_user("bob")
+            exported = memory.admin.export_user("bob")
         with TieredMemory(Path(tmp) / "imported", embeddings=embeddings) as memory:
             start = time.perf_counter()
-            memory.import_user("bob", exported)
+            memory.admin.import_user("bob", exported)
             imported = (time.perf_counter() - start) / args.bulk
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {platform.python_version()} · {os.cpu_count()} cores · load {load:.2f} · "

@@ -68,7 +68,7 @@ def ours(turns: list[tuple[str, str]], config: MemoryConfig) -> int:
             memory_.before_turn("u", "t")
             memory_.after_turn("u", "t", [HumanMessage(q), AIMessage(a)])
         memory_.flush()
-        assert memory_.stats()["jobs"]["failed"] == 0
+        assert memory_.admin.stats()["jobs"]["failed"] == 0
     return model.calls
 
 

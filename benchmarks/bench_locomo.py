@@ -199,7 +199,7 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
                                     "evidence_in_context": mean(quoted(texts[e], text) for e in q.evidence),
                                     "answer_in_context": answered(q.answer, text), "context_words": words})
                 if memory is not None and "ours-facts" in systems:
-                    found = memory.search(conv.id, q.text, k=10, peek=True)
+                    found = memory.memories.search(conv.id, q.text, k=10, peek=True)
                     ids = [i.split(":", 1)[1] for i in first_ids([tuple(h.entry.source_message_ids) for h in found], 10)]
                     records.append({**base, "system": "ours-facts", **_scores(ids, q)})
                 for name in baselines:
@@ -235,7 +235,7 @@ def extraction(memory: TieredMemory, conversations: list[Conversation]) -> dict[
     made = 0
     for conv in conversations:
         offset = 0
-        while page := memory.list_memories(conv.id, limit=1000, offset=offset):
+        while page := memory.memories.list(conv.id, limit=1000, offset=offset):
             offset += len(page)
             made += len(page)
             sources.update(i for entry in page for i in entry.source_message_ids)

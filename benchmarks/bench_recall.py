@@ -92,15 +92,15 @@ def run_size(size: int, n_queries: int, rng: random.Random, emb: HashingEmbeddin
         with TieredMemory(root, config, embeddings=emb) as memory:
             start = time.perf_counter()
             for i in range(0, size, 1_000):
-                memory.remember_many(USER, [{"content": t} for t in texts[i : i + 1_000]])
+                memory.memories.remember_many(USER, [{"content": t} for t in texts[i : i + 1_000]])
             row["load_ms_per_memory"] = (time.perf_counter() - start) * 1000 / size
             memory.flush()
             start = time.perf_counter()
-            memory.optimize()  # what the background optimizer would have done by now
+            memory.admin.optimize()  # what the background optimizer would have done by now
             row["optimize_s"] = time.perf_counter() - start
-            memory.search(USER, asked[0], k=K)  # warm
+            memory.memories.search(USER, asked[0], k=K)  # warm
             row["embed_p50"] = statistics.median(timed(emb.embed_query, asked))
-            ours = timed(lambda q: memory.search(USER, q, k=K), asked)
+            ours = timed(lambda q: memory.memories.search(USER, q, k=K), asked)
             row["ours_p50"], row["ours_p99"] = statistics.median(ours), pct(ours, 0.99)
         matrix = np.asarray(emb.embed_documents(texts), dtype=np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -137,7 +137,7 @@ def store_puts(counts: list[int], n_puts: int, rng: random.Random, emb: HashingE
             with TieredMemory(root, MemoryConfig(job_mode="inline", max_memories_per_user=count * 2), embeddings=emb) as m:
                 texts = statements(count + n_puts, rng)
                 for i in range(0, count, 1_000):
-                    m.remember_many(USER, [{"content": t} for t in texts[i : min(count, i + 1_000)]])
+                    m.memories.remember_many(USER, [{"content": t} for t in texts[i : min(count, i + 1_000)]])
                 puts = texts[count:]
                 out[count] = statistics.median(
                     timed(lambda t: m.store.put(("memories", USER), str(uuid.uuid4()), {"content": t}), puts)

@@ -95,10 +95,10 @@ def _work(target: Target, start_at: float, results: Any) -> None:
     # (one worker per process, as the background mode's) while this one watches it.
     memory = _open(target, "external")
     time.sleep(max(0.0, start_at - time.time()))
-    memory._jobs.mode = "inline"
+    memory._parts.jobs.mode = "inline"
     threading.Thread(target=memory.flush, daemon=True).start()
     while True:
-        counts = memory.storage.jobs.counts()
+        counts = memory._parts.storage.jobs.counts()
         if not counts.get("pending") and not counts.get("running"):
             break
         time.sleep(0.01)

@@ -246,12 +246,12 @@ def main() -> None:
             t = time.perf_counter()
             items = facts(args.memories)
             for i in range(0, len(items), 1000):
-                memory.remember_many("m", items[i : i + 1000], merge=False)
+                memory.memories.remember_many("m", items[i : i + 1000], merge=False)
             remember_s = time.perf_counter() - t
             t = time.perf_counter()
             memory.flush()
             flush_s += time.perf_counter() - t
-            stats = memory.stats()
+            stats = memory.admin.stats()
 
         # Cold: a new process, after this one has let go of the directory (and the shard).
         query = {"user_id": "m", "thread_id": "mt", "query": "Remind me where my parents live now?"}
@@ -299,7 +299,7 @@ def main() -> None:
                 timed(with_sections, min(args.calls, 100))
             parts_calls = min(args.calls, 100)
             # The query embedding alone, on queries of the same kind (new strings: no cache).
-            embedder = memory.embeddings
+            embedder = memory.admin.embeddings
             embed = timed(lambda: embedder.embed_query(f"{questions[n % len(questions)]} [{time.perf_counter()}]"),
                           min(args.calls, 100))
 

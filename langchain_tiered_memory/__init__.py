@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .api import adapters as _api_adapters
+
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     )
     from .integrations import TieredChatMessageHistory
     from .integrations.checkpointer import AsyncTieredCheckpointSaver, TieredCheckpointSaver
+    from .integrations.hooks import post_model_hook, pre_model_hook
     from .integrations.checkpointer_postgres import (
         AsyncPostgresTieredCheckpointSaver,
         PostgresTieredCheckpointSaver,
@@ -76,7 +79,8 @@ if TYPE_CHECKING:
     from .integrations.vectorstore import MemoryVectorStore
     from .jobs import JobInfo, JobJournal
     from .llm.settings import ModelSettings
-    from .memory import ThreadInfo, TieredMemory
+    from .api.threads import ThreadInfo
+    from .memory import TieredMemory
     from .scoring import ScoreParts
     from .tokens import TokenCounter, TokenCounterLike
     from .turn import TurnResult
@@ -123,12 +127,14 @@ _LAZY: dict[str, str] = {
     "recall_node": ".integrations.nodes",
     "record_node": ".integrations.nodes",
     "TieredMemoryStore": ".integrations.store",
+    "pre_model_hook": ".integrations.hooks",
+    "post_model_hook": ".integrations.hooks",
     "create_memory_tools": ".integrations.tools",
     "MemoryVectorStore": ".integrations.vectorstore",
     "JobInfo": ".jobs",
     "JobJournal": ".jobs",
     "ModelSettings": ".llm.settings",
-    "ThreadInfo": ".memory",
+    "ThreadInfo": ".api.threads",
     "TieredMemory": ".memory",
     "ScoreParts": ".scoring",
     "TokenCounter": ".tokens",
@@ -140,6 +146,17 @@ _LAZY: dict[str, str] = {
     "MemoryType": ".vocabulary",
     "TRUNCATION_MARKER": ".layers.window",
 }
+
+
+def _build_adapter(memory: TieredMemory, name: str, *args: object) -> object:
+    # The facade builds ``memory.store``/``.checkpointer`` through this, never importing the
+    # integrations above it: the root, which runs before any submodule, hands it down.
+    from .integrations import build_adapter
+
+    return build_adapter(memory, name, *args)
+
+
+_api_adapters.provide(_build_adapter)
 
 
 def __getattr__(name: str) -> object:
@@ -222,6 +239,8 @@ __all__ = [
     "__version__",
     "create_memory_tools",
     "default_embeddings",
+    "post_model_hook",
+    "pre_model_hook",
     "recall_node",
     "record_node",
 ]

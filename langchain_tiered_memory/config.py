@@ -234,10 +234,10 @@ _WHY_BOUNDED = {
     "job_lease_seconds": "a lease longer than a day would keep a crashed worker's job for as long",
     "job_backoff_seconds": "the delay doubles on each retry; start it below a day",
     "job_retry_horizon_seconds": (
-        "after a longer outage, run the failed jobs again with memory.jobs.retry() or `tiered-memory jobs retry --failed`"
+        "after a longer outage, run the failed jobs again with memory.admin.jobs.retry() or `tiered-memory jobs retry --failed`"
     ),
     "job_max_attempts": "the retry delay doubles each time, so more attempts would never run",
-    "scrub_wait_seconds": "every write waits as long; retry later with memory.scrub() instead",
+    "scrub_wait_seconds": "every write waits as long; retry later with memory.admin.scrub() instead",
     "idle_timeout_minutes": "a longer idle time is a mistake, and a far longer one overflows Python's dates",
 }
 

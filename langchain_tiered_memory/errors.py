@@ -101,7 +101,7 @@ class ShardLockedError(VectorStoreError):
 class EmbeddingMismatchError(VectorStoreError):
     """The embedding model or dimension differs from the one the collection was built with.
 
-    Run ``memory.reindex()`` (or ``tiered-memory reindex``) to rebuild the vectors.
+    Run ``memory.admin.reindex()`` (or ``tiered-memory reindex``) to rebuild the vectors.
     """
 
 

@@ -93,7 +93,7 @@ def nb01() -> list[Cell]:
             left the window, the entities it learned and the long-term memories relevant to the
             question. This notebook runs the same 40-turn conversation through both, and counts
             the tokens each one sends, turn by turn, with the real tiktoken `cl100k_base`
-            counter (`memory.counter`, the one `TieredMemory` budgets with).
+            counter (`memory.admin.counter`, the one `TieredMemory` budgets with).
 
             It runs offline: the chat model is LangChain's `GenericFakeChatModel` replaying
             scripted answers, and the embeddings are the package's local MiniLM model.
@@ -109,7 +109,7 @@ def nb01() -> list[Cell]:
             from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
             from langchain_core.runnables.history import RunnableWithMessageHistory
 
-            from langchain_tiered_memory import MemoryConfig, TieredMemory
+            from langchain_tiered_memory import MemoryConfig, TieredChatMessageHistory, TieredMemory
 
             # LangChain marks the legacy chat-history API deprecated (removal in langchain-core
             # 2.0); this notebook is about the code that still uses it, so the warnings are muted.
@@ -169,7 +169,7 @@ def nb01() -> list[Cell]:
             real class when `langchain-classic` is installed; when it is not, it uses the same
             `InMemoryChatMessageHistory` directly, which sends exactly the same messages.
 
-            **After**: `memory.chat_history(user_id, session_id)`, a `BaseChatMessageHistory`
+            **After**: `TieredChatMessageHistory(memory, user_id, session_id)`, a `BaseChatMessageHistory`
             whose `messages` is the budgeted view. The model here has a 2,000-token window;
             300 tokens are kept for its answer, so the context budget is 1,700 tokens.
             """
@@ -211,7 +211,7 @@ def nb01() -> list[Cell]:
 
 
             before = chain(lambda session_id: buffer)
-            after = chain(lambda session_id: memory.chat_history("alice", session_id))
+            after = chain(lambda session_id: TieredChatMessageHistory(memory, "alice", session_id))
             """
         ),
         md(
@@ -231,7 +231,7 @@ def nb01() -> list[Cell]:
                     self.per_turn.append(self.counter.count_messages(messages[0]))
 
 
-            sent_before, sent_after = TokensSent(memory.counter), TokensSent(memory.counter)
+            sent_before, sent_after = TokensSent(memory.admin.counter), TokensSent(memory.admin.counter)
             for question, _ in turns:
                 session = {"configurable": {"session_id": "trip"}}
                 before.invoke({"question": question}, config={**session, "callbacks": [sent_before]})
@@ -281,7 +281,7 @@ def nb01() -> list[Cell]:
         ),
         code(
             """
-            log = memory.get_messages("alice", "trip")
+            log = memory.threads.messages("alice", "trip")
             context = memory.before_turn("alice", "trip", query=turns[-1][0])
             print(f"{len(log)} messages in the log, {len(context.window)} in the window, "
                   f"{context.evicted} left it")
@@ -306,9 +306,9 @@ def nb01() -> list[Cell]:
             first turn; `stats()` counts what is stored and the extraction jobs (one per turn).
             """
         ),
-        code('memory.entity("alice", "alice")'),
-        code('memory.search("alice", "What is my name?", explain=True)'),
-        code("memory.stats()"),
+        code('memory.entities.get("alice", "alice")'),
+        code('memory.memories.search("alice", "What is my name?", explain=True)'),
+        code("memory.admin.stats()"),
         md(
             """
             The conversation outlives the process: reopening the directory finds the thread as it
@@ -319,7 +319,7 @@ def nb01() -> list[Cell]:
             """
             memory.close()
             with TieredMemory(data.name, config) as reopened:
-                print(len(reopened.get_messages("alice", "trip")), "messages after reopening")
+                print(len(reopened.threads.messages("alice", "trip")), "messages after reopening")
                 print(reopened.before_turn("alice", "trip").token_usage)
             data.cleanup()
             """
@@ -352,7 +352,7 @@ def nb03() -> list[Cell]:
             0.5)`. They reorder matches whose relevance is within 0.05 of each other, and never
             lift a clearly worse match over a better one, or hide one that matches.
 
-            The notebook freezes the memory's clock (`memory._clock`, the hook the tests use) and
+            The notebook freezes the memory's clock (`memory._parts.clock`, the hook the tests use) and
             moves it by hand, so months pass in seconds. It runs offline, on the real local
             embedding model and an embedded Qdrant Edge shard in a temporary directory.
             """
@@ -376,7 +376,7 @@ def nb03() -> list[Cell]:
 
             data = tempfile.TemporaryDirectory()
             memory = TieredMemory(data.name, MemoryConfig(job_mode="inline"))
-            memory._clock = clock
+            memory._parts.clock = clock
             cfg = memory.config
             print(f"decay {cfg.decay}/day, access boost +{cfg.access_boost}, "
                   f"merge above cosine {cfg.merge_threshold}, cap {cfg.max_memories_per_user:,} per user")
@@ -399,13 +399,13 @@ def nb03() -> list[Cell]:
             for importance in IMPORTANCES:
                 for age in AGES:
                     now = START - timedelta(days=age)
-                    memory.remember(f"decay-{importance}-{age}", "The user prefers green tea.", "preference", importance)
+                    memory.memories.remember(f"decay-{importance}-{age}", "The user prefers green tea.", "preference", importance)
 
             now = START
             measured = {}
             for importance in IMPORTANCES:
                 measured[importance] = [
-                    memory.search(f"decay-{importance}-{age}", "Which tea does the user prefer?", k=1, explain=True)[0]
+                    memory.memories.search(f"decay-{importance}-{age}", "Which tea does the user prefer?", k=1, explain=True)[0]
                     for age in AGES
                 ]
             print("days  importance  decay   effective  relevance  score")
@@ -456,10 +456,10 @@ def nb03() -> list[Cell]:
         code(
             """
             now = START - timedelta(days=60)
-            memory.remember("dana", "The user prefers green tea.", "preference", 0.9)
+            memory.memories.remember("dana", "The user prefers green tea.", "preference", 0.9)
             now = START
-            memory.remember("dana", "The user now prefers jasmine tea.", "preference", 0.6)
-            memory.search("dana", "Which tea does the user prefer?", explain=True)
+            memory.memories.remember("dana", "The user now prefers jasmine tea.", "preference", 0.6)
+            memory.memories.search("dana", "Which tea does the user prefer?", explain=True)
             """
         ),
         md(
@@ -475,18 +475,18 @@ def nb03() -> list[Cell]:
         code(
             """
             now = START
-            tea = memory.remember("erin", "The user prefers green tea.", "preference", 0.5)
-            bike = memory.remember("erin", "The user's bicycle is red.", "fact", 0.5)
+            tea = memory.memories.remember("erin", "The user prefers green tea.", "preference", 0.5)
+            bike = memory.memories.remember("erin", "The user's bicycle is red.", "fact", 0.5)
             curve = {tea: [], bike: []}
             for day in range(31):
                 now = START + timedelta(days=day)
                 if 1 <= day <= 5:
-                    [hit] = memory.search("erin", "green tea", k=1)
+                    [hit] = memory.memories.search("erin", "green tea", k=1)
                     assert hit.entry.id == tea
                 for memory_id in curve:
-                    curve[memory_id].append(memory.get_memory("erin", memory_id).effective_importance(now, cfg.decay))
+                    curve[memory_id].append(memory.memories.get("erin", memory_id).effective_importance(now, cfg.decay))
 
-            entry = memory.get_memory("erin", tea)
+            entry = memory.memories.get("erin", tea)
             print(f"after 5 recalls: importance {entry.importance:.1f}, boost {entry.boost:.1f}, "
                   f"recalled {entry.access_count} times, last on {entry.last_accessed:%Y-%m-%d}")
 
@@ -516,7 +516,7 @@ def nb03() -> list[Cell]:
         code(
             """
             capped = TieredMemory(os.path.join(data.name, "capped"), MemoryConfig(job_mode="inline", max_memories_per_user=5))
-            capped._clock = clock
+            capped._parts.clock = clock
 
             now = START
             for content, importance in [
@@ -526,14 +526,14 @@ def nb03() -> list[Cell]:
                 ("The user had pasta for lunch.", 0.5),
                 ("The user works as a nurse.", 0.8),
             ]:
-                capped.remember("carol", content, "fact", importance)
+                capped.memories.remember("carol", content, "fact", importance)
             now = START + timedelta(days=30)
-            before = {e.id: e for e in capped.list_memories("carol")}
+            before = {e.id: e for e in capped.memories.list("carol")}
             for content in ["The user is learning Portuguese.", "The user booked a trip to Lisbon.",
                             "The user's flight leaves at 7am."]:
-                capped.remember("carol", content, "fact", 0.6)
-                before.update({e.id: e for e in capped.list_memories("carol")})
-            kept = {e.id for e in capped.list_memories("carol")}
+                capped.memories.remember("carol", content, "fact", 0.6)
+                before.update({e.id: e for e in capped.memories.list("carol")})
+            kept = {e.id for e in capped.memories.list("carol")}
 
             rows = sorted(before.values(), key=lambda e: e.effective_importance(now, cfg.decay))
             for e in rows:
@@ -577,7 +577,7 @@ def nb03() -> list[Cell]:
 
             original = "The user prefers green tea."
             candidates = ["User prefers green tea.", "The user likes green tea.", "The user prefers black coffee."]
-            vectors = memory.embeddings.embed_documents([original, *candidates])
+            vectors = memory.admin.embeddings.embed_documents([original, *candidates])
 
 
             def cosine(u, v):
@@ -588,9 +588,9 @@ def nb03() -> list[Cell]:
             merged = {}
             for n, candidate in enumerate(candidates):
                 user = f"frank-{n}"
-                first = memory.remember(user, original, "preference", 0.6)
-                merged[candidate] = memory.remember(user, candidate, "preference", 0.8) == first
-                count = len(memory.list_memories(user))
+                first = memory.memories.remember(user, original, "preference", 0.6)
+                merged[candidate] = memory.memories.remember(user, candidate, "preference", 0.8) == first
+                count = len(memory.memories.list(user))
                 print(f"cosine {similarity[candidate]:.3f}  {'merged' if merged[candidate] else 'stored apart':<12}  "
                       f"{candidate!r}: {user} has {count} {'memory' if count == 1 else 'memories'}")
 
@@ -607,7 +607,7 @@ def nb03() -> list[Cell]:
         code(
             """
             # The merged memory: the new wording and importance, the same id, the merged id kept.
-            [entry] = memory.list_memories("frank-0")
+            [entry] = memory.memories.list("frank-0")
             print(f"{entry.content!r}, importance {entry.importance}, merged_from {entry.merged_from}")
             """
         ),
@@ -636,22 +636,22 @@ def nb03() -> list[Cell]:
 
             def holdings(user):
                 return {
-                    "threads": len(memory.threads(user)),
-                    "messages": sum(t.messages for t in memory.threads(user)),
-                    "entities": len(memory.entities(user)),
-                    "memories": len(memory.list_memories(user)),
-                    "episodes": len(memory.search_episodes(user)),
+                    "threads": len(memory.threads.list(user)),
+                    "messages": sum(t.messages for t in memory.threads.list(user)),
+                    "entities": len(memory.entities.list(user)),
+                    "memories": len(memory.memories.list(user)),
+                    "episodes": len(memory.episodes.search(user)),
                 }
 
 
             before_forget = {u: holdings(u) for u in ("alice", "bob")}
             print(before_forget)
-            memory.stats()
+            memory.admin.stats()
             """
         ),
         code(
             """
-            deleted = memory.forget(user_id="alice")
+            deleted = memory.admin.forget(user_id="alice")
             print("deleted:", deleted)
             after_forget = {u: holdings(u) for u in ("alice", "bob")}
             print("user    " + "  ".join(f"{k:>8}" for k in after_forget["bob"]))
@@ -660,7 +660,7 @@ def nb03() -> list[Cell]:
                     print(f"{user:<5} {when:<6} " + "  ".join(f"{v:>8}" for v in counts.values()))
             assert after_forget["alice"] == dict.fromkeys(after_forget["alice"], 0)
             assert after_forget["bob"] == before_forget["bob"]
-            memory.stats()
+            memory.admin.stats()
             """
         ),
         code(
@@ -685,8 +685,8 @@ def nb02() -> list[Cell]:
             ```python
             agent = create_react_agent(
                 model, tools,
-                pre_model_hook=memory.pre_model_hook,    # the budgeted context goes to the model
-                post_model_hook=memory.post_model_hook,  # the turn is recorded in every layer
+                pre_model_hook=pre_model_hook(memory),    # the budgeted context goes to the model
+                post_model_hook=post_model_hook(memory),  # the turn is recorded in every layer
                 checkpointer=memory.checkpointer,        # thread state in the same SQLite file
                 store=memory.store,                      # long-term memories as a BaseStore
             )
@@ -722,7 +722,7 @@ def nb02() -> list[Cell]:
             from langgraph.warnings import LangGraphDeprecatedSinceV10
             from pydantic import Field
 
-            from langchain_tiered_memory import MemoryConfig, TieredMemory
+            from langchain_tiered_memory import MemoryConfig, TieredMemory, post_model_hook, pre_model_hook
 
             warnings.filterwarnings("ignore", category=LangGraphDeprecatedSinceV10)  # see above
             """
@@ -815,8 +815,8 @@ def nb02() -> list[Cell]:
             def make_agent(memory):
                 return create_react_agent(
                     model, [weather, save_memory],
-                    pre_model_hook=memory.pre_model_hook,
-                    post_model_hook=memory.post_model_hook,
+                    pre_model_hook=pre_model_hook(memory),
+                    post_model_hook=post_model_hook(memory),
                     checkpointer=memory.checkpointer,
                     store=memory.store,
                 )
@@ -829,8 +829,8 @@ def nb02() -> list[Cell]:
             def ask(thread_id, text, agent=None):
                 run = {"configurable": {"user_id": "alice", "thread_id": thread_id}}
                 out = (agent or globals()["agent"]).invoke({"messages": [HumanMessage(text)]}, run)
-                state_tokens.append(memory.counter.count_messages(out["messages"]))
-                sent_tokens.append(memory.counter.count_messages(model.inputs[-1]))
+                state_tokens.append(memory.admin.counter.count_messages(out["messages"]))
+                sent_tokens.append(memory.admin.counter.count_messages(model.inputs[-1]))
                 turn_threads.append(thread_id)
                 print(f"[{thread_id}] alice: {text}\\n[{thread_id}] agent: {out['messages'][-1].text}")
                 return out
@@ -898,7 +898,7 @@ def nb02() -> list[Cell]:
             t1 = {"configurable": {"user_id": "alice", "thread_id": "t1"}}
             state = agent.get_state(t1)
             print(len(state.values["messages"]), "messages in thread 1's graph state")
-            print(len(memory.get_messages("alice", "t1")), "messages in thread 1's memory log")
+            print(len(memory.threads.messages("alice", "t1")), "messages in thread 1's memory log")
             print(len(list(memory.checkpointer.list(t1))), "checkpoints of thread 1, in", memory.data_dir / "memory.db")
             """
         ),
@@ -918,9 +918,9 @@ def nb02() -> list[Cell]:
                 print(f"{item.score:.3f}  {item.key[:8]}  {item.value}")
             """
         ),
-        code('memory.search("alice", "food allergy", k=3, explain=True)'),
-        code('memory.entity("alice", "Alice")'),
-        code("memory.stats()"),
+        code('memory.memories.search("alice", "food allergy", k=3, explain=True)'),
+        code('memory.entities.get("alice", "Alice")'),
+        code("memory.admin.stats()"),
         md(
             """
             ## Reopening
@@ -949,10 +949,10 @@ def nb02() -> list[Cell]:
         ),
         code(
             """
-            print(memory.forget(user_id="alice"))
+            print(memory.admin.forget(user_id="alice"))
             print(len(agent.get_state(t1).values.get("messages", [])), "messages left in thread 1's state")
             print(memory.store.search(("memories", "alice"), query="allergy"))
-            memory.stats()
+            memory.admin.stats()
             """
         ),
         code(

@@ -113,7 +113,7 @@ def check(inputs: Inputs, memory: TieredMemory) -> None:
     """What every agent integration must show for the scenario."""
     budget = memory.config.context_budget
     for i, sent in enumerate(inputs.all):
-        tokens = memory.counter.count_messages(sent)
+        tokens = memory.admin.counter.count_messages(sent)
         assert tokens <= budget, f"model input {i} has {tokens} tokens, over the budget of {budget}"
         assert isinstance(sent[0], SystemMessage) and sent[0].text == PROMPT
 
@@ -121,17 +121,17 @@ def check(inputs: Inputs, memory: TieredMemory) -> None:
     first_t2 = text_of(inputs.by_thread["t2"][0])
     assert "green tea" in first_t2 and "Lisbon" in first_t2
     assert "<memory>" in first_t2
-    assert not any(FACT in m.text for m in memory.get_messages(USER, "t2"))
+    assert not any(FACT in m.text for m in memory.threads.messages(USER, "t2"))
 
     # The budget did its job: thread 1's window dropped its oldest messages from the input,
     # while the log (and the checkpointed state) kept them.
     assert not any(m.text == FACT for m in inputs.last_t1_before_reopen if isinstance(m, HumanMessage))
-    log = memory.get_messages(USER, "t1")
+    log = memory.threads.messages(USER, "t1")
     assert log[0].text == FACT
 
     # Every message of each thread's state is in the log once, tool calls and results included.
     for thread_id, state in inputs.states.items():
-        logged = memory.get_messages(USER, thread_id)
+        logged = memory.threads.messages(USER, thread_id)
         assert [m.id for m in logged] == [m.id for m in state]
         assert any(isinstance(m, ToolMessage) for m in logged)
 
@@ -147,4 +147,4 @@ def check(inputs: Inputs, memory: TieredMemory) -> None:
         assert answered == called
 
     # One extraction job per turn, however many model calls its tool loop took.
-    assert memory.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": TURNS, "failed": 0}
+    assert memory.admin.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": TURNS, "failed": 0}

@@ -101,7 +101,7 @@ def main() -> None:
     drained = memory.flush(timeout=120)
     Path(out).write_text(json.dumps({
         "appended": [i for ids in appended for i in ids], "committed": committed[0],
-        "errors": errors, "drained": drained, "worker": memory._jobs.worker_id,
+        "errors": errors, "drained": drained, "worker": memory._parts.jobs.worker_id,
     }))
     memory.close()
 

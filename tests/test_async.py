@@ -39,16 +39,17 @@ async def test_the_async_methods_run_their_work_off_the_event_loop(tmp_path):
     loop_thread = threading.get_ident()
     seen: list[tuple[str, int]] = []
     with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="inline")) as m:
-        _record_threads(m, ["remember", "search", "recall", "forget", "flush", "before_turn", "after_turn"], seen)
+        _record_threads(m, ["recall", "flush", "before_turn", "after_turn"], seen)
+        _record_threads(m.memories, ["remember", "search", "forget"], seen)
         facts = ["I like green tea", "my sister lives in Porto", "I play the cello", "I work night shifts",
                  "my cat is called Miso"]
-        ids = await asyncio.gather(*(m.aremember("alice", f"user: {fact}") for fact in facts))
+        ids = await asyncio.gather(*(m.memories.aremember("alice", f"user: {fact}") for fact in facts))
         await m.aafter_turn("alice", "t1", [HumanMessage("I live in Lisbon."), AIMessage("Noted.")])
         context = await m.abefore_turn("alice", "t1", query="where do I live?")
-        hits = await m.asearch("alice", "what do I drink and play?", k=3)
+        hits = await m.memories.asearch("alice", "what do I drink and play?", k=3)
         evidence = await m.arecall("alice", "Lisbon", k=3)
         assert await m.aflush(timeout=30)
-        gone = await m.aforget(user_id="alice", memory_id=ids[0])
+        gone = await m.memories.aforget(user_id="alice", memory_id=ids[0])
         store = m.store
         _record_threads(store, ["batch"], seen)
         await store.abatch([PutOp(("docs",), "a", {"v": 1})])
@@ -100,10 +101,11 @@ async def test_hooks_and_middleware_do_not_run_memory_work_on_the_loop(tmp_path)
         seen: list[tuple[str, int]] = []
         model = ScriptedChatModel(default=scenario.responder)
         with TieredMemory(tmp_path / build.__name__, scenario.CONFIG) as m:
-            _record_threads(m, ["before_turn", "after_turn", "recorded_ids"], seen)
+            _record_threads(m, ["before_turn", "after_turn"], seen)
+            _record_threads(m.threads, ["recorded_ids"], seen)
             agent = build(m, model)
             await agent.ainvoke({"messages": [HumanMessage("What time is it?")]}, scenario.config("t1"))
-            assert len(m.get_messages("alice", "t1")) == 4  # question, tool call, result, answer
+            assert len(m.threads.messages("alice", "t1")) == 4  # question, tool call, result, answer
         assert {name for name, _ in seen} == {"before_turn", "after_turn", "recorded_ids"}
         assert all(ident != loop_thread for _, ident in seen), (build.__name__, seen)
 
@@ -131,13 +133,13 @@ def test_remember_many_and_import_embed_in_batches_with_a_progress_bar(tmp_path)
     embeddings = CountingEmbeddings()
     items = [{"content": f"user: note {i} about my garden, my cello and the market"} for i in range(150)]
     with TieredMemory(tmp_path / "a", embeddings=embeddings) as m:
-        ids = m.remember_many("alice", items, merge=False)  # near-duplicates on purpose
+        ids = m.memories.remember_many("alice", items, merge=False)  # near-duplicates on purpose
         assert len(set(ids)) == 150
         assert embeddings.document_calls <= 3  # batches of 64, not one call per item
         from langchain_tiered_memory.ops.portability import export_jsonl
 
         with open(tmp_path / "alice.jsonl", "w") as f:
-            export_jsonl(m, "alice", f)
+            export_jsonl(m.admin, "alice", f)
     out = subprocess.run(
         [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(tmp_path / "b"), "import",
          str(tmp_path / "alice.jsonl")],

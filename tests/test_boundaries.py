@@ -17,6 +17,7 @@ from langchain_tiered_memory import (
     InvalidMessageError,
     MemoryClosedError,
     MemoryConfig,
+    TieredChatMessageHistory,
     TieredMemory,
     VectorStoreError,
 )
@@ -40,9 +41,9 @@ def test_a_model_constructed_message_with_dict_content_is_refused_and_the_thread
             with pytest.raises(InvalidMessageError, match="bad-1"):
                 m.after_turn("u", "t", [HumanMessage("kept?", id="ok-2"), bad])
         # The whole turn is refused: nothing of it is stored, the thread reads as before.
-        assert [x.id for x in m.get_messages("u", "t")] == ["ok-1"]
+        assert [x.id for x in m.threads.messages("u", "t")] == ["ok-1"]
         assert [x.id for x in m.before_turn("u", "t").window] == ["ok-1"]
-        assert m.stats()["jobs"]["pending"] == 0 and m.stats()["jobs"]["done"] == 1
+        assert m.admin.stats()["jobs"]["pending"] == 0 and m.admin.stats()["jobs"]["done"] == 1
 
 
 def _poison(db_path, thread_id: str, seq: int, message: dict) -> None:
@@ -74,16 +75,16 @@ def test_a_stored_message_that_no_longer_validates_is_read_as_text_not_raised(tm
     _poison(tmp_path / "m" / "memory.db", "t", 1, stored)
     with _open(tmp_path / "m") as m:
         m.after_turn("u", "t", [AIMessage("after", id="b")])
-        log = m.get_messages("u", "t")
+        log = m.threads.messages("u", "t")
         assert [x.id for x in log] == ["a", "p1", "b"]
         repaired = log[1]
         assert "tiered_memory_repaired" in repaired.additional_kwargs
         assert json.dumps(stored["data"]["content"]).strip('"') in repaired.text  # nothing lost
         context = m.before_turn("u", "t")
         assert ("p1" in [x.id for x in context.window]) is sent
-        assert m.chat_history("u", "t").messages
+        assert TieredChatMessageHistory(m, "u", "t").messages
         assert m.flush(timeout=30)
-        assert m.stats()["failed_jobs"] == []  # the extraction read the thread too
+        assert m.admin.stats()["failed_jobs"] == []  # the extraction read the thread too
 
 
 def test_a_clean_thread_is_read_without_repairs(tmp_path):
@@ -92,7 +93,7 @@ def test_a_clean_thread_is_read_without_repairs(tmp_path):
             ToolMessage("42", tool_call_id="c", id="t")]
     with _open(tmp_path / "m") as m:
         m.after_turn("u", "t", turn)
-        assert m.get_messages("u", "t") == turn
+        assert m.threads.messages("u", "t") == turn
 
 
 SURROGATE = "a\ud800b"
@@ -106,12 +107,12 @@ SURROGATE = "a\ud800b"
         lambda m: m.after_turn("u", "t", [HumanMessage(SURROGATE)]),
         lambda m: m.after_turn("u", "t", [HumanMessage("hi", id=SURROGATE)]),
         lambda m: m.before_turn("u", "t", query=SURROGATE),
-        lambda m: m.search("u", SURROGATE),
-        lambda m: m.search_episodes("u", SURROGATE),
-        lambda m: m.entity("u", SURROGATE),
-        lambda m: m.forget(user_id="u", entity=SURROGATE),
-        lambda m: m.remember("u", SURROGATE),
-        lambda m: m.remember("u", "fine", metadata={"k": SURROGATE}),
+        lambda m: m.memories.search("u", SURROGATE),
+        lambda m: m.episodes.search("u", SURROGATE),
+        lambda m: m.entities.get("u", SURROGATE),
+        lambda m: m.admin.forget(user_id="u", entity=SURROGATE),
+        lambda m: m.memories.remember("u", SURROGATE),
+        lambda m: m.memories.remember("u", "fine", metadata={"k": SURROGATE}),
         lambda m: m.store.put(("docs", SURROGATE), "k", {"a": 1}),
         lambda m: m.store.put(("docs",), SURROGATE, {"a": 1}),
         lambda m: m.store.get(("memories", SURROGATE), "k"),
@@ -129,14 +130,14 @@ def test_lone_surrogates_are_our_error_and_store_nothing(tmp_path, call):
     # They used to escape as UnicodeEncodeError from SQLite or the tokenizer.
     with _open(tmp_path / "m") as m:
         m.after_turn("u", "t", [HumanMessage("My name is Alice.", id="h")])
-        m.remember("u", "user: I like tea")
-        before = m.stats()
+        m.memories.remember("u", "user: I like tea")
+        before = m.admin.stats()
         with pytest.raises(InvalidInputError, match="surrogate"):
             call(m)
-        after = m.stats()
+        after = m.admin.stats()
         for key in ("threads", "messages", "memories", "entities", "episodes"):
             assert after[key] == before[key], key
-        assert [x.id for x in m.get_messages("u", "t")] == ["h"]
+        assert [x.id for x in m.threads.messages("u", "t")] == ["h"]
 
 
 def test_a_huge_message_costs_little_on_every_later_turn(tmp_path):
@@ -149,7 +150,7 @@ def test_a_huge_message_costs_little_on_every_later_turn(tmp_path):
     rnd = random.Random(14)
     words = " ".join("".join(rnd.choices(string.ascii_lowercase, k=6)) for _ in range(150_000))
     with _open(tmp_path / "m") as m:
-        m.remember("u", "user: I like green tea")
+        m.memories.remember("u", "user: I like green tea")
         m.after_turn("u", "t", [HumanMessage("My name is Alice and I live in Paris.")])
         m.after_turn("u", "t", [HumanMessage(words, id="big")])
         first = m.before_turn("u", "t")
@@ -161,7 +162,7 @@ def test_a_huge_message_costs_little_on_every_later_turn(tmp_path):
             times.append(time.perf_counter() - start)
         assert context.messages == first.messages
         assert max(times) < 0.5, times  # was 4.5 s each
-        assert len(m.get_messages("u", "t")[-1].text) == len(words)  # the log keeps it whole
+        assert len(m.threads.messages("u", "t")[-1].text) == len(words)  # the log keeps it whole
 
 
 def test_metadata_and_store_values_nested_2000_deep_are_our_error(tmp_path):
@@ -170,38 +171,38 @@ def test_metadata_and_store_values_nested_2000_deep_are_our_error(tmp_path):
         deep = {"a": deep}
     with _open(tmp_path / "m") as m:
         with pytest.raises(InvalidInputError, match="nested"):
-            m.remember("u", "a fact", metadata=deep)
+            m.memories.remember("u", "a fact", metadata=deep)
         with pytest.raises(InvalidInputError, match="nested"):
             m.store.put(("docs",), "k", deep)
         with pytest.raises(InvalidInputError, match="nested|malformed"):
             m.store.put(("memories", "u"), "k", {"content": "a fact", "metadata": deep})
-        assert m.stats()["memories"] == 0 and m.store.search(("docs",)) == []
+        assert m.admin.stats()["memories"] == 0 and m.store.search(("docs",)) == []
 
 
 def test_close_after_the_index_vanished_raises_our_error_and_releases_the_database(tmp_path):
     m = _open(tmp_path / "m")
-    m.remember("u", "user: I like tea")
+    m.memories.remember("u", "user: I like tea")
     m.after_turn("u", "t", [HumanMessage("hi")])
     shutil.rmtree(tmp_path / "m" / "qdrant")
     with pytest.raises(VectorStoreError, match="closing the Qdrant Edge shard"):
         m.close()
     m.close()  # safe to call again
     with pytest.raises(MemoryClosedError):
-        m.get_messages("u", "t")
+        m.threads.messages("u", "t")
     # Released: the file is not held by a connection, and the directory opens again with
     # its index rebuilt from the database.
     with _open(tmp_path / "m") as again:
-        assert [x.text for x in again.get_messages("u", "t")] == ["hi"]
+        assert [x.text for x in again.threads.messages("u", "t")] == ["hi"]
         assert again.flush(timeout=30)
-        assert [h.entry.content for h in again.search("u", "tea", peek=True)] == ["user: I like tea"]
+        assert [h.entry.content for h in again.memories.search("u", "tea", peek=True)] == ["user: I like tea"]
 
 
 def test_import_of_data_that_is_not_an_export_is_our_error(tmp_path):
     with _open(tmp_path / "m") as m:
         for data in ("text", None, [1, 2], {"messages": ["not a record"]}, {"entities": [1]}):
             with pytest.raises(InvalidInputError):
-                m.import_user("newcomer", data)
-        assert m.users() == []
+                m.admin.import_user("newcomer", data)
+        assert m.threads.users() == []
 
 
 def test_a_model_that_is_not_one_is_refused_at_construction(tmp_path):
@@ -220,9 +221,9 @@ def test_a_user_named_like_the_memory_namespace_owns_no_other_users_store_memori
         m.store.put(("memories", "alice"), "a", {"content": "alice's note"})
         m.store.put(("memories", "memories"), "m", {"content": "the note of the user named memories"})
         m.store.put(("profiles", "bob"), "b", {"likes": "tea"})
-        exported = m.export_user("memories")["store_items"]
+        exported = m.admin.export_user("memories")["store_items"]
         assert [(i["namespace"], i["key"]) for i in exported] == [(["memories", "memories"], "m")]
-        m.forget(user_id="memories")
+        m.admin.forget(user_id="memories")
         assert m.store.get(("memories", "alice"), "a") is not None
         assert m.store.get(("profiles", "bob"), "b") is not None
         assert m.store.get(("memories", "memories"), "m") is None

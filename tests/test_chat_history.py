@@ -30,7 +30,7 @@ def _chain(memory, model):
     )
     return RunnableWithMessageHistory(
         prompt | model,
-        lambda session_id: memory.chat_history("alice", session_id),
+        lambda session_id: TieredChatMessageHistory(memory, "alice", session_id),
         input_messages_key="question",
         history_messages_key="history",
     )
@@ -47,7 +47,7 @@ def test_runnable_with_message_history_end_to_end(data_dir):
         for i in range(30):
             out = chain.invoke({"question": f"question {i}, please answer"}, config=cfg)
             assert out.text.startswith(f"answer number {i}")
-        log = memory.get_messages("alice", "s1")
+        log = memory.threads.messages("alice", "s1")
         assert len(log) == 60  # every turn kept, question and answer
         assert [m.type for m in log[:2]] == ["human", "ai"]
         last_input = model.seen[-1]
@@ -69,19 +69,19 @@ def test_history_survives_a_process_restart(data_dir):
         """
         import sys
         from langchain_core.messages import AIMessage, HumanMessage
-        from langchain_tiered_memory import TieredMemory
+        from langchain_tiered_memory import TieredChatMessageHistory, TieredMemory
         with TieredMemory(sys.argv[1]) as m:
-            m.chat_history("alice", "s").add_messages([HumanMessage("I live in Lyon"), AIMessage("Noted")])
+            TieredChatMessageHistory(m, "alice", "s").add_messages([HumanMessage("I live in Lyon"), AIMessage("Noted")])
         """
     )
     subprocess.run([sys.executable, "-c", code, str(data_dir)], check=True, timeout=120)
     with TieredMemory(data_dir) as memory:
-        history = memory.chat_history("alice", "s")
+        history = TieredChatMessageHistory(memory, "alice", "s")
         assert isinstance(history, BaseChatMessageHistory)
         memory.flush()
         view = history.messages
         assert [m.text for m in view if not m.text.startswith("<memory>")] == ["I live in Lyon", "Noted"]
-        assert [m.text for m in memory.get_messages("alice", "s")] == ["I live in Lyon", "Noted"]
+        assert [m.text for m in memory.threads.messages("alice", "s")] == ["I live in Lyon", "Noted"]
 
 
 async def test_async_methods_and_clear(data_dir):
@@ -92,4 +92,4 @@ async def test_async_methods_and_clear(data_dir):
         history.add_user_message("three")
         assert len(history.messages) == 3
         history.clear()
-        assert history.messages == [] and memory.get_messages("alice", "s") == []
+        assert history.messages == [] and memory.threads.messages("alice", "s") == []

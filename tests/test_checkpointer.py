@@ -22,7 +22,13 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
-from langchain_tiered_memory import MemoryClosedError, MemoryConfig, StorageError, TieredMemory
+from langchain_tiered_memory import (
+    AsyncPostgresTieredCheckpointSaver,
+    MemoryClosedError,
+    MemoryConfig,
+    StorageError,
+    TieredMemory,
+)
 from langchain_tiered_memory.embeddings import HashingEmbeddings
 from langchain_tiered_memory.integrations.checkpointer import (
     AsyncTieredCheckpointSaver,
@@ -104,7 +110,7 @@ async def test_conformance_suite_passes(kind, tmp_path, capsys):
         dirs.append(data_dir)
         memory = _open(data_dir)
         try:
-            yield getattr(memory, kind)
+            yield AsyncTieredCheckpointSaver(memory) if kind == "async_checkpointer" else memory.checkpointer
         finally:
             memory.close()
 
@@ -199,7 +205,7 @@ def test_forget_thread_removes_only_its_checkpoints(tmp_path):
             graph.invoke(_say("hi"), _cfg(thread, "alice"))
         memory.after_turn("alice", "t1", [HumanMessage("hi"), AIMessage("echo hi")], extract=False)
 
-        counts = memory.forget(thread_id="t1")
+        counts = memory.admin.forget(thread_id="t1")
 
         assert counts["checkpoints"] == 3
         assert counts["messages"] == 2
@@ -227,7 +233,7 @@ def test_forget_user_removes_checkpoints_of_their_threads_only(tmp_path):
         db = memory.data_dir / "memory.db"
         assert len(_checkpoint_threads(db)) == 6
 
-        counts = memory.forget(user_id="alice")
+        counts = memory.admin.forget(user_id="alice")
 
         assert counts["checkpoints"] == 9
         assert set(_checkpoint_threads(db)) == {"b-turns", "b-config", "anon"}
@@ -235,7 +241,7 @@ def test_forget_user_removes_checkpoints_of_their_threads_only(tmp_path):
             assert graph.get_state(_cfg(thread)).values == {}
         for thread in ("b-turns", "b-config", "anon"):
             assert graph.get_state(_cfg(thread)).values["turns"] == 1
-        assert [t.thread_id for t in memory.threads("bob")] == ["b-turns"]
+        assert [t.thread_id for t in memory.threads.list("bob")] == ["b-turns"]
 
 
 def test_forget_thread_with_a_user_checks_the_owner_of_a_checkpoint_only_thread(tmp_path):
@@ -245,16 +251,16 @@ def test_forget_thread_with_a_user_checks_the_owner_of_a_checkpoint_only_thread(
         graph = _graph(memory.checkpointer)
         graph.invoke(_say("hi"), _cfg("b-config", "bob"))
         with pytest.raises(ThreadOwnershipError):
-            memory.forget(thread_id="b-config", user_id="alice")
+            memory.admin.forget(thread_id="b-config", user_id="alice")
         assert graph.get_state(_cfg("b-config")).values["turns"] == 1
-        assert memory.forget(thread_id="b-config", user_id="bob")["checkpoints"] > 0
+        assert memory.admin.forget(thread_id="b-config", user_id="bob")["checkpoints"] > 0
         assert graph.get_state(_cfg("b-config")).values == {}
 
 
 def test_forget_before_any_checkpointer_and_langgraph_delete_thread(tmp_path):
     with _open(tmp_path / "m") as memory:
         memory.after_turn("alice", "t1", [HumanMessage("hi")], extract=False)
-        assert memory.forget(user_id="alice")["checkpoints"] == 0
+        assert memory.admin.forget(user_id="alice")["checkpoints"] == 0
 
         graph = _graph(memory.checkpointer)
         graph.invoke(_say("hi"), _cfg("t1"))
@@ -270,7 +276,7 @@ async def test_async_graph_state_survives_reopening(tmp_path):
     data_dir = tmp_path / "deploy"
     before = _aiosqlite_threads()
     memory = _open(data_dir)
-    saver = memory.async_checkpointer
+    saver = AsyncTieredCheckpointSaver(memory)
     assert isinstance(saver, AsyncTieredCheckpointSaver)
     graph = _graph(saver, _areply)
     await graph.ainvoke(_say("hi"), _cfg("t1", "alice"))
@@ -293,16 +299,17 @@ async def test_async_graph_state_survives_reopening(tmp_path):
 
     memory = _open(data_dir)
     try:
-        graph = _graph(memory.async_checkpointer, _areply)
+        saver = AsyncTieredCheckpointSaver(memory)
+        graph = _graph(saver, _areply)
         state = await graph.aget_state(_cfg("t1"))
         assert [m.content for m in state.values["messages"]][-1] == "echo again (turn 2)"
         assert (await graph.ainvoke(_say("third"), _cfg("t1")))["turns"] == 3
         # Both savers read the same rows.
         assert memory.checkpointer.get_tuple(_cfg("t1")).checkpoint["channel_values"]["turns"] == 3
-        assert memory.forget(user_id="alice")["checkpoints"] == 9
+        assert memory.admin.forget(user_id="alice")["checkpoints"] == 9
         assert (await graph.aget_state(_cfg("t1"))).values == {}
-        conn = memory.async_checkpointer.conn
-        await memory.async_checkpointer.aclose()
+        conn = saver.conn
+        await saver.aclose()
         assert not _wait_gone(_aiosqlite_threads() - before)
         with pytest.raises(MemoryClosedError):
             await graph.ainvoke(_say("more"), _cfg("t1"))
@@ -314,7 +321,8 @@ async def test_async_graph_state_survives_reopening(tmp_path):
 def test_async_saver_across_event_loops_and_sync_misuse(tmp_path):
     before = _aiosqlite_threads()
     memory = _open(tmp_path / "m")
-    graph = _graph(memory.async_checkpointer, _areply)
+    saver = AsyncTieredCheckpointSaver(memory)
+    graph = _graph(saver, _areply)
 
     async def turn(text: str) -> int:
         return (await graph.ainvoke(_say(text), _cfg("t1")))["turns"]
@@ -325,7 +333,7 @@ def test_async_saver_across_event_loops_and_sync_misuse(tmp_path):
     # Sync calls need a running loop to hand work to: a clear error, not a hang.
     with pytest.raises(StorageError, match="memory.checkpointer for sync graphs"):
         graph.invoke(_say("sync"), _cfg("t1"))
-    conn = memory.async_checkpointer.conn
+    conn = saver.conn
     memory.close()  # the loop that opened the connection is closed by now
     assert not _wait_gone(_aiosqlite_threads() - before)
     del conn
@@ -335,7 +343,7 @@ def test_async_saver_across_event_loops_and_sync_misuse(tmp_path):
 
 def test_unused_async_saver_closes_quietly(tmp_path):
     memory = _open(tmp_path / "m")
-    saver = memory.async_checkpointer
+    saver = AsyncTieredCheckpointSaver(memory)
     memory.close()
     saver.close()
     asyncio.run(saver.aclose())
@@ -350,7 +358,7 @@ def test_strict_msgpack_clones_share_and_release_the_connection(tmp_path):
         import asyncio, operator, json
         from typing import Annotated, TypedDict
         from langgraph.graph import StateGraph, START, END
-        from langchain_tiered_memory import TieredMemory, MemoryConfig
+        from langchain_tiered_memory import AsyncTieredCheckpointSaver, TieredMemory, MemoryConfig
         from langchain_tiered_memory.embeddings import HashingEmbeddings
 
         class S(TypedDict):
@@ -364,13 +372,14 @@ def test_strict_msgpack_clones_share_and_release_the_connection(tmp_path):
             {str(tmp_path / "m")!r}, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()
         )
         sync_graph = b.compile(checkpointer=memory.checkpointer)
-        async_graph = b.compile(checkpointer=memory.async_checkpointer)
+        async_saver = AsyncTieredCheckpointSaver(memory)
+        async_graph = b.compile(checkpointer=async_saver)
         cfg = {{"configurable": {{"thread_id": "t"}}}}
         sync_graph.invoke({{"n": 0}}, cfg)
         out = asyncio.run(async_graph.ainvoke({{"n": 0}}, cfg))
         print(json.dumps({{
             "cloned": [sync_graph.checkpointer is not memory.checkpointer,
-                       async_graph.checkpointer is not memory.async_checkpointer],
+                       async_graph.checkpointer is not async_saver],
             "n": out["n"],
         }}))
         memory.close()
@@ -403,7 +412,7 @@ def test_graph_runs_and_memory_writes_interleave_without_deadlock(tmp_path):
                 for i in range(runs):
                     memory.after_turn("bob", "chat", [HumanMessage(f"q{i}"), AIMessage(f"a{i}")])
                     if i % 10 == 9:
-                        memory.forget(thread_id="scratch")
+                        memory.admin.forget(thread_id="scratch")
             except BaseException as exc:
                 errors.append(exc)
 
@@ -418,12 +427,13 @@ def test_graph_runs_and_memory_writes_interleave_without_deadlock(tmp_path):
         assert memory.flush(60)
         assert graph.get_state(_cfg("g1")).values["turns"] == runs
         assert graph.get_state(_cfg("g2")).values["turns"] == runs
-        assert len(memory.get_messages("bob", "chat")) == 2 * runs
+        assert len(memory.threads.messages("bob", "chat")) == 2 * runs
 
 
 async def test_async_graph_and_memory_writes_interleave(tmp_path):
     with _open(tmp_path / "m", MemoryConfig(job_mode="background")) as memory:
-        graph = _graph(memory.async_checkpointer, _areply)
+        saver = AsyncTieredCheckpointSaver(memory)
+        graph = _graph(saver, _areply)
 
         async def chat(thread: str) -> None:
             for i in range(20):
@@ -436,8 +446,8 @@ async def test_async_graph_and_memory_writes_interleave(tmp_path):
         await asyncio.wait_for(asyncio.gather(chat("g1"), chat("g2"), turns()), 120)
         for thread in ("g1", "g2"):
             assert (await graph.aget_state(_cfg(thread))).values["turns"] == 20
-        assert len(memory.get_messages("bob", "chat")) == 40
-        await memory.async_checkpointer.aclose()
+        assert len(memory.threads.messages("bob", "chat")) == 40
+        await saver.aclose()
 
 
 # --- PostgreSQL: langgraph-checkpoint-postgres's savers on the memory's database ------------
@@ -476,7 +486,7 @@ async def test_postgres_conformance_suite_passes(kind, pg, capsys):
         urls.append(pg.new_database())  # a fresh database for every capability suite
         memory = _open_pg(urls[-1])
         try:
-            saver = getattr(memory, kind)
+            saver = AsyncPostgresTieredCheckpointSaver(memory) if kind == "async_checkpointer" else memory.checkpointer
             expected = AsyncPostgresTieredCheckpointSaver if kind == "async_checkpointer" else PostgresTieredCheckpointSaver
             assert isinstance(saver, expected)
             yield saver
@@ -512,12 +522,12 @@ def test_postgres_forget_removes_checkpoints_in_every_table(pg_url):
         graph.invoke(_say("hi"), _cfg("t-only"))
         assert set(_pg_checkpoint_threads(pg_url)) == {"a-turns", "a-config", "b-config", "t-only"}
 
-        counts = memory.forget(user_id="alice")
+        counts = memory.admin.forget(user_id="alice")
         assert counts["checkpoints"] == 6
         assert set(_pg_checkpoint_threads(pg_url)) == {"b-config", "t-only"}
-        assert memory.forget(thread_id="t-only")["checkpoints"] == 3
+        assert memory.admin.forget(thread_id="t-only")["checkpoints"] == 3
         with pytest.raises(Exception, match="belong"):
-            memory.forget(thread_id="b-config", user_id="alice")
+            memory.admin.forget(thread_id="b-config", user_id="alice")
         assert set(_pg_checkpoint_threads(pg_url)) == {"b-config"}
         assert graph.get_state(_cfg("b-config")).values["turns"] == 1
 
@@ -530,7 +540,7 @@ def test_postgres_forget_removes_checkpoints_in_every_table(pg_url):
 async def test_postgres_async_saver_across_event_loops_and_closing(pg_url):
     memory = _open_pg(pg_url)
     try:
-        saver = memory.async_checkpointer
+        saver = AsyncPostgresTieredCheckpointSaver(memory)
         graph = _graph(saver, _areply)
         assert (await graph.ainvoke(_say("hi"), _cfg("t1")))["turns"] == 1
 

@@ -90,10 +90,10 @@ def _prepare(path: Path) -> Path:
             m.before_turn("alice", "t1")
             m.after_turn("alice", "t1", [HumanMessage(question), AIMessage(answer)])
         m.end_session("alice", "t1")
-        m.remember("alice", "Alice's favourite museum is the Louvre.", "preference", 0.9, {"source": "test"})
+        m.memories.remember("alice", "Alice's favourite museum is the Louvre.", "preference", 0.9, {"source": "test"})
         m.after_turn("alice", "t2", [HumanMessage("I moved to Lyon last month."), AIMessage("Lyon it is.")])
         m.store.put(("prefs", "alice"), "theme", {"color": "dark"})
-        assert m.summary("alice", "t1")  # the fixture evicts, as the inspect test needs
+        assert m.threads.summary("alice", "t1")  # the fixture evicts, as the inspect test needs
     model = ScriptedChatModel(script=[], default=wrong_types_tool_call())
     with TieredMemory(path, MemoryConfig(job_mode="inline", job_max_attempts=1), model=model) as m:
         m.after_turn("carol", "c1", [HumanMessage("hello"), AIMessage("hi")])
@@ -133,7 +133,7 @@ def test_demo_runs_offline_and_shows_the_accounting(tmp_path):
     again = _run("--data-dir", tmp_path / "m", "demo", env=env)
     assert "demo-2" in again.stdout
     with TieredMemory(tmp_path / "m") as m:
-        assert [t.thread_id for t in m.threads("alice")] == ["demo-2", "demo-1"]
+        assert [t.thread_id for t in m.threads.list("alice")] == ["demo-2", "demo-1"]
 
 
 def test_no_command_prints_help():
@@ -201,7 +201,7 @@ def test_inspect_shows_each_section_and_message_with_token_counts(prepared):
         assert usage[section["name"]] == section["tokens"] > 0 and section["text"]
     # The window is the newest messages of the log, each with its tokens.
     with TieredMemory(prepared) as m:
-        log = [msg.text for msg in m.get_messages("alice", "t1")]
+        log = [msg.text for msg in m.threads.messages("alice", "t1")]
     assert [w["text"] for w in view["window"]] == log[-len(view["window"]):]
     assert sum(w["tokens"] for w in view["window"]) == usage["window"]
     assert len(view["messages"]) == 1 + 1 + len(view["window"])  # system, memory block, window
@@ -268,7 +268,7 @@ def test_forget_without_a_terminal_needs_yes_and_deletes_nothing(fresh):
     line = _one_error_line(_run("--data-dir", fresh, "forget", "--user", "alice"))
     assert "pass --yes" in line
     with TieredMemory(fresh) as m:
-        assert len(m.threads("alice")) == 2
+        assert len(m.threads.list("alice")) == 2
 
 
 def test_forget_asks_on_a_terminal_and_no_keeps_everything(fresh):
@@ -282,14 +282,14 @@ def test_forget_asks_on_a_terminal_and_no_keeps_everything(fresh):
     assert "Forget thread 't1' and everything learned in it? This cannot be undone. [y/N]" in stderr
     assert proc.returncode == 1 and "nothing was forgotten" in stderr and "Traceback" not in stderr
     with TieredMemory(fresh) as m:
-        assert m.get_messages("alice", "t1")
+        assert m.threads.messages("alice", "t1")
 
 
 def test_forget_with_yes_deletes_and_prints_counts(fresh):
     with TieredMemory(fresh) as m:
-        memory_id = next(e.id for e in m.list_memories("alice") if "Louvre" in e.content)
-        n_messages = len(m.get_messages("alice", "t1"))
-        assert m.entity("alice", "Paris") is not None
+        memory_id = next(e.id for e in m.memories.list("alice") if "Louvre" in e.content)
+        n_messages = len(m.threads.messages("alice", "t1"))
+        assert m.entities.get("alice", "Paris") is not None
     one = _run("--data-dir", fresh, "forget", "--user", "alice", "--memory", memory_id, "--yes", "--json")
     entity = _run("--data-dir", fresh, "forget", "--user", "alice", "--entity", "paris", "--yes", "--json")
     thread = _run("--data-dir", fresh, "forget", "--thread", "t1", "--yes")
@@ -301,16 +301,16 @@ def test_forget_with_yes_deletes_and_prints_counts(fresh):
     assert thread.stdout.startswith("forgot 1 threads, ") and f"{n_messages} messages" in thread.stdout
     assert "wal scrubbed" not in thread.stdout  # a note of the scrub, not a count of what went
     with TieredMemory(fresh) as m:
-        assert m.get_messages("alice", "t1") == [] and m.search_episodes("alice") == []
-        assert not any("Louvre" in e.content for e in m.list_memories("alice"))
-        assert m.entity("alice", "Paris") is None
-        assert m.get_messages("alice", "t2")  # the other thread stays
+        assert m.threads.messages("alice", "t1") == [] and m.episodes.search("alice") == []
+        assert not any("Louvre" in e.content for e in m.memories.list("alice"))
+        assert m.entities.get("alice", "Paris") is None
+        assert m.threads.messages("alice", "t2")  # the other thread stays
     user = _run("--data-dir", fresh, "forget", "--user", "alice", "--yes")
     assert user.returncode == 0 and "store items" in user.stdout, user.stderr
     with TieredMemory(fresh) as m:
-        assert m.threads("alice") == [] and m.entities("alice") == [] and m.list_memories("alice") == []
+        assert m.threads.list("alice") == [] and m.entities.list("alice") == [] and m.memories.list("alice") == []
         assert m.store.get(("prefs", "alice"), "theme") is None
-        assert m.threads("carol")  # another user is untouched
+        assert m.threads.list("carol")  # another user is untouched
 
 
 # --- export and import ------------------------------------------------------------------
@@ -319,14 +319,14 @@ def test_forget_with_yes_deletes_and_prints_counts(fresh):
 def _snapshot(m: TieredMemory, user: str) -> dict:
     """What a user can read back through the public API (recall counters aside)."""
     return {
-        "threads": {t.thread_id: [msg.model_dump() for msg in m.get_messages(user, t.thread_id)] for t in m.threads(user)},
-        "summaries": {t.thread_id: m.summary(user, t.thread_id) for t in m.threads(user)},
-        "entities": [m.entity(user, e.name) for e in m.entities(user)],
+        "threads": {t.thread_id: [msg.model_dump() for msg in m.threads.messages(user, t.thread_id)] for t in m.threads.list(user)},
+        "summaries": {t.thread_id: m.threads.summary(user, t.thread_id) for t in m.threads.list(user)},
+        "entities": [m.entities.get(user, e.name) for e in m.entities.list(user)],
         "memories": sorted(
-            (e.model_dump(exclude={"last_accessed", "access_count", "importance"}) for e in m.list_memories(user)),
+            (e.model_dump(exclude={"last_accessed", "access_count", "importance"}) for e in m.memories.list(user)),
             key=lambda d: d["id"],
         ),
-        "episodes": [h.episode for h in m.search_episodes(user)],
+        "episodes": [h.episode for h in m.episodes.search(user)],
         "store": m.store.get(("prefs", user), "theme").value,
     }
 
@@ -352,7 +352,7 @@ def test_export_then_import_restores_every_layer(fresh, tmp_path):
     with TieredMemory(fresh) as before, TieredMemory(target) as after:
         original, restored = _snapshot(before, "alice"), _snapshot(after, "alice")
         assert restored == original
-        hits = after.search("alice", "which museum does Alice like", k=1)
+        hits = after.memories.search("alice", "which museum does Alice like", k=1)
         assert hits and "Louvre" in hits[0].entry.content
         # Importance and recall counters come back as they were exported.
         exported_memories = {line["id"]: line for line in lines if line["type"] == "memory"}
@@ -361,7 +361,7 @@ def test_export_then_import_restores_every_layer(fresh, tmp_path):
         # The restored thread is live: the next turn continues it.
         after.after_turn("alice", "t2", [HumanMessage("And I work as a nurse.")])
         assert after.before_turn("alice", "t2").window[-1].text == "And I work as a nurse."
-        assert after.stats()["jobs"]["failed"] == 0
+        assert after.admin.stats()["jobs"]["failed"] == 0
 
     again = _run("--data-dir", target, "import", backup)
     assert "already has" in _one_error_line(again) and "import into another data dir" in _one_error_line(again)
@@ -401,7 +401,7 @@ def _valid_export(tmp_path) -> list[dict]:
     with TieredMemory(path, MemoryConfig(job_mode="inline")) as m:
         m.after_turn("a", "t", [HumanMessage("I live in Rome."), AIMessage("Ciao!")])
         buffer = io.StringIO()
-        export_jsonl(m, "a", buffer)
+        export_jsonl(m.admin, "a", buffer)
     return [json.loads(line) for line in buffer.getvalue().splitlines()]
 
 
@@ -454,7 +454,7 @@ def test_chat_offline_echoes_and_shows_what_memory_recalls(tmp_path):
     assert 0 < int(used) <= int(budget) == MemoryConfig().context_budget
     assert "memories" in status[1] and "window 2 msgs" in status[1]
     with TieredMemory(data) as m:
-        texts = [msg.text for msg in m.get_messages("bob", "chat")]
+        texts = [msg.text for msg in m.threads.messages("bob", "chat")]
     assert texts[0] == "You are a helpful assistant." and texts[1] == "My name is Bob and I live in Berlin."
     assert len(texts) == 5 and "never read" not in texts
 
@@ -462,8 +462,8 @@ def test_chat_offline_echoes_and_shows_what_memory_recalls(tmp_path):
 def test_reindex_rebuilds_vectors_after_a_model_change_with_a_progress_bar(fresh):
     # The vectors move to another model in-process; the CLI brings them back to the default.
     with TieredMemory(fresh, embeddings=HashingEmbeddings(384)) as m:
-        moved = m.reindex()
-        n = len(m.list_memories("alice"))
+        moved = m.admin.reindex()
+        n = len(m.memories.list("alice"))
     assert moved["memories"] == n and moved["episodes"] == 1 and moved["conversation"] > 0
     out = _run("--data-dir", fresh, "reindex", "--json")
     assert out.returncode == 0, out.stderr
@@ -472,7 +472,7 @@ def test_reindex_rebuilds_vectors_after_a_model_change_with_a_progress_bar(fresh
     assert f"] {total}/{total}" in out.stderr and "#" * 30 in out.stderr  # one index: every kind
     assert "Traceback" not in out.stderr
     with TieredMemory(fresh) as m:  # the default model again: no mismatch
-        assert "Louvre" in m.search("alice", "which museum does Alice like", k=1)[0].entry.content
+        assert "Louvre" in m.memories.search("alice", "which museum does Alice like", k=1)[0].entry.content
 
 
 #: The number of the ``read`` system call, by machine (``/proc/PID/syscall`` names it so).

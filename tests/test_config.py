@@ -123,15 +123,15 @@ def test_every_value_at_its_bound_works_in_a_real_memory(tmp_path):
         idle_timeout_minutes=MAX_IDLE_MINUTES,
     )
     with TieredMemory(tmp_path / "m", config, embeddings=HashingEmbeddings()) as m:
-        m.remember("u", "user: I prefer green tea", importance=0.9)
+        m.memories.remember("u", "user: I prefer green tea", importance=0.9)
         m.after_turn("u", "t", [HumanMessage("My name is Alice and I prefer green tea."), AIMessage("Noted.")])
         assert m.end_session("u", "t") is not None
         assert m.flush(timeout=30)
         context = m.before_turn("u", "t", query="green tea")
         assert {"memories", "episodes"} <= {s.name for s in context.sections}
         assert len(context.window) == 2
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["done"] == 2 and stats["failed_jobs"] == []
     # Reopening runs the idle-session check with the longest idle time.
     with TieredMemory(tmp_path / "m", config, embeddings=HashingEmbeddings()) as m:
-        assert m.stats()["jobs"]["pending"] == 0
+        assert m.admin.stats()["jobs"]["pending"] == 0

@@ -159,7 +159,7 @@ def test_context_shows_each_section_with_its_tokens_the_budget_and_the_window(da
         assert len(window) - 1 == len(ctx.window)
         for (n, role, tokens, text), message in zip(window[1:], ctx.window):
             assert role == message.type
-            assert number(tokens) == m.counter.count_message(message)
+            assert number(tokens) == m.admin.counter.count_message(message)
             assert text == message.text if len(message.text) <= MESSAGE_CHARS else text != message.text
         assert sum(number(r[2]) for r in window[1:]) == usage["window"]
         # The long message is cut, keeping its beginning and its end; the markup is text.
@@ -194,14 +194,14 @@ def test_user_and_thread_ids_are_escaped(data_dir):
 @pytest.fixture
 def recalled(data_dir):
     with TieredMemory(data_dir, config()) as m:
-        m.remember("u", "The user prefers green tea in the morning.", "preference", 0.9)
-        m.remember("u", f"The user's tea shop is called {IMG}.", "fact", 0.6)
-        m.remember("u", "The user runs on Sundays.", "experience", 0.4)
+        m.memories.remember("u", "The user prefers green tea in the morning.", "preference", 0.9)
+        m.memories.remember("u", f"The user's tea shop is called {IMG}.", "fact", 0.6)
+        m.memories.remember("u", "The user runs on Sundays.", "experience", 0.4)
         yield m
 
 
 def test_search_results_list_content_type_importance_score_and_score_parts(recalled):
-    hits = recalled.search("u", "What tea does the user like?", k=5, explain=True)
+    hits = recalled.memories.search("u", "What tea does the user like?", k=5, explain=True)
     assert isinstance(hits, SearchResults) and isinstance(hits, list)
     assert hits == list(hits) and list(hits) == hits and len(hits) >= 2
     doc = parse(hits._repr_html_())
@@ -232,7 +232,7 @@ def test_search_results_list_content_type_importance_score_and_score_parts(recal
 
 
 def test_search_results_without_explain_have_no_score_parts(recalled):
-    hits = recalled.search("u", "green tea")
+    hits = recalled.memories.search("u", "green tea")
     table = rows(parse(hits._repr_html_()).find("table"))
     assert table[0] == ["#", "content", "type", "importance", "score", "recalls", "id"]
     assert table[1][1] == hits[0].entry.content and table[1][4] == f"{hits[0].score:.3f}"
@@ -241,7 +241,7 @@ def test_search_results_without_explain_have_no_score_parts(recalled):
 
 
 def test_no_match_says_so(recalled):
-    hits = recalled.search("nobody", "tea")
+    hits = recalled.memories.search("nobody", "tea")
     assert hits == []
     doc = parse(hits._repr_html_())
     assert doc.text() == "0 memories for teaNothing matched."
@@ -254,7 +254,7 @@ def test_entity_shows_its_attributes_with_their_history(data_dir):
     with TieredMemory(data_dir, config()) as m:  # offline extractor: English rules
         m.after_turn("u", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
         m.after_turn("u", "t2", [HumanMessage("I moved to Berlin.")])
-        alice = m.entity("u", "alice")
+        alice = m.entities.get("u", "alice")
         doc = parse(alice._repr_html_())
     head = doc.find("div", class_="ltm-entity")
     assert head.find("b").text() == "Alice" and "(person)" in head.find("span").text()
@@ -277,7 +277,7 @@ def test_entity_names_and_values_from_the_model_are_escaped(data_dir):
         entities=[entity(IMG, "person", note=SCRIPT)]))
     with TieredMemory(data_dir, config(), model=model) as m:
         m.after_turn("u", "t", [HumanMessage("hello")])
-        [profile] = m.entities("u")
+        [profile] = m.entities.list("u")
         doc = parse(profile._repr_html_())
     assert doc.find("div", class_="ltm-entity").find("b").text() == IMG
     assert [r[:2] for r in rows(doc.find("table"))[1:]] == [["note", SCRIPT]]
@@ -292,7 +292,7 @@ def test_stats_show_counts_disk_size_jobs_and_failed_jobs_with_their_reasons(dat
         m.after_turn("u", "t", [HumanMessage(f"first {SCRIPT}"), AIMessage("ok")])
         m.after_turn("v", "t2", [HumanMessage("second")])
         assert m.flush(timeout=30)
-        stats = m.stats()
+        stats = m.admin.stats()
     # A plain dict for everything else: equal to one, JSON round-trips.
     assert isinstance(stats, MemoryStats) and isinstance(stats, dict)
     assert json.loads(json.dumps(stats)) == stats == dict(stats)
@@ -320,5 +320,5 @@ def test_stats_show_counts_disk_size_jobs_and_failed_jobs_with_their_reasons(dat
 
 def test_stats_without_failures_say_none(memory):
     memory.after_turn("u", "t", [HumanMessage("hi")])
-    doc = parse(memory.stats()._repr_html_())
+    doc = parse(memory.admin.stats()._repr_html_())
     assert doc.find("div", **{"data-list": "failed_jobs"}).text() == "failed_jobs: none"

@@ -17,7 +17,7 @@ def put(memory):
 
     def put(user: str, name: str, kind: str = "person", **attrs: str) -> None:
         now = (T0 + timedelta(minutes=next(clock))).isoformat()
-        with memory.storage.db.write() as tx:
+        with memory._parts.storage.db.write() as tx:
             tx.serialize(user)
             upsert_entity(tx, user, "t", EntityUpdate(name, name_key(name), kind, attrs), now)
 
@@ -25,7 +25,7 @@ def put(memory):
 
 
 def _search(memory, user: str, query: str, limit: int = 10) -> list[str]:
-    return [r.name for r in memory.storage.entities.search(user, query_terms(query), limit)]
+    return [r.name for r in memory._parts.storage.entities.search(user, query_terms(query), limit)]
 
 
 def test_more_of_the_query_matched_ranks_first(memory, put):
@@ -63,11 +63,11 @@ def test_case_and_accents_do_not_matter(memory, put):
 def test_query_words_are_words_never_operators(memory, put):
     put("u", "Near Field", "project", status="AND gate *done*")
     for terms in (["near"], ["and"], ["gate*"], ['"done'], ["NOT"], ["near", "or", "field"]):
-        found = [r.name for r in memory.storage.entities.search("u", terms, 10)]
+        found = [r.name for r in memory._parts.storage.entities.search("u", terms, 10)]
         assert found in (["Near Field"], []), terms  # never an error
-    assert [r.name for r in memory.storage.entities.search("u", ["near"], 10)] == ["Near Field"]
-    assert [r.name for r in memory.storage.entities.search("u", ["done"], 10)] == ["Near Field"]
-    assert memory.storage.entities.search("u", ["***", "''"], 10) == []
+    assert [r.name for r in memory._parts.storage.entities.search("u", ["near"], 10)] == ["Near Field"]
+    assert [r.name for r in memory._parts.storage.entities.search("u", ["done"], 10)] == ["Near Field"]
+    assert memory._parts.storage.entities.search("u", ["***", "''"], 10) == []
 
 
 def test_only_current_values_of_the_users_own_entities(memory, put):
@@ -77,8 +77,8 @@ def test_only_current_values_of_the_users_own_entities(memory, put):
     put("u", "Alice", city="Berlin")  # supersedes Paris (kept as history, not searched)
     assert _search(memory, "u", "Paris") == []
     assert _search(memory, "u", "Berlin") == ["Alice"]
-    assert [v.value for v in memory.entity("u", "alice").history["city"]] == ["Paris", "Berlin"]
-    memory.forget(user_id="u", entity="Alice")
+    assert [v.value for v in memory.entities.get("u", "alice").history["city"]] == ["Paris", "Berlin"]
+    memory.admin.forget(user_id="u", entity="Alice")
     assert _search(memory, "u", "Berlin") == []
     assert _search(memory, "other", "Paris") == ["Alicia"]
 
@@ -87,5 +87,5 @@ def test_the_context_section_puts_matches_first(memory, put):
     put("u", "Bob", city="Porto")
     put("u", "Alice", drink="green tea")
     put("u", "Carol", city="Faro")
-    names = [e.name for e in memory._entities.relevant("u", "who drinks green tea?", limit=3)]
+    names = [e.name for e in memory._parts.entities.relevant("u", "who drinks green tea?", limit=3)]
     assert names == ["Alice", "Carol", "Bob"]  # the match, then the most recent

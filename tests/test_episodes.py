@@ -26,7 +26,7 @@ def test_end_session_writes_one_episode_offline(make_memory, monkeypatch):
         eid = m.end_session("u", "t")
         assert eid is not None
         assert m.end_session("u", "t") is None  # nothing new since
-        hits = m.search_episodes("u")
+        hits = m.episodes.search("u")
         assert [h.episode.id for h in hits] == [eid]
         ep = hits[0].episode
         assert ep.thread_id == "t" and ep.started_at <= ep.ended_at
@@ -34,7 +34,7 @@ def test_end_session_writes_one_episode_offline(make_memory, monkeypatch):
         # A later session of the same thread gets its own episode.
         m.after_turn("u", "t", [HumanMessage("Now the budget: 3000 euros.")])
         assert m.end_session("u", "t") not in (None, eid)
-        assert len(m.search_episodes("u")) == 2
+        assert len(m.episodes.search("u")) == 2
 
 
 def test_episode_through_the_model_and_into_the_context(make_memory):
@@ -45,7 +45,7 @@ def test_episode_through_the_model_and_into_the_context(make_memory):
     with make_memory(_config(), model=model, embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t1", [HumanMessage("Let's plan the Kyoto trip.")])
         m.end_session("u", "t1")
-        ep = m.search_episodes("u")[0].episode
+        ep = m.episodes.search("u")[0].episode
         assert (ep.summary, ep.decisions, ep.outcome, ep.topics) == ("Planned a Kyoto trip.", ["Book the ryokan"], "Itinerary sent", ["Kyoto"])
         ctx = m.before_turn("u", "t2", query="Kyoto")
         assert "Planned a Kyoto trip." in ctx.memory_block
@@ -57,14 +57,14 @@ def test_time_range_and_bad_arguments(make_memory):
         m.after_turn("u", "t", [HumanMessage("hello")])
         m.end_session("u", "t")
         now = datetime.now(timezone.utc)
-        assert len(m.search_episodes("u", since=now - timedelta(hours=1))) == 1
-        assert m.search_episodes("u", since=now + timedelta(hours=1)) == []
-        assert m.search_episodes("u", until=now - timedelta(hours=1)) == []
-        assert m.search_episodes("other") == []
+        assert len(m.episodes.search("u", since=now - timedelta(hours=1))) == 1
+        assert m.episodes.search("u", since=now + timedelta(hours=1)) == []
+        assert m.episodes.search("u", until=now - timedelta(hours=1)) == []
+        assert m.episodes.search("other") == []
         with pytest.raises(InvalidInputError):
-            m.search_episodes("u", since=datetime(2026, 1, 1))  # naive
+            m.episodes.search("u", since=datetime(2026, 1, 1))  # naive
         with pytest.raises(InvalidInputError):
-            m.search_episodes("u", k=0)
+            m.episodes.search("u", k=0)
 
 
 def test_a_query_ranks_episodes_best_first_past_the_ones_a_time_range_drops(make_memory):
@@ -79,36 +79,36 @@ def test_a_query_ranks_episodes_best_first_past_the_ones_a_time_range_drops(make
             thread = f"s{i}"
             m.after_turn("u", thread, [HumanMessage(text), AIMessage("Noted.")], at=start + timedelta(days=7 * i))
             ids.append(m.end_session("u", thread))
-        best = m.search_episodes("u", "the Kyoto trip", k=2)
+        best = m.episodes.search("u", "the Kyoto trip", k=2)
         assert {h.episode.id for h in best} == {ids[0], ids[1]}
         assert best[0].score >= best[1].score
-        assert m.search_episodes("u", "the Kyoto trip", k=1)[0].episode.id == best[0].episode.id
+        assert m.episodes.search("u", "the Kyoto trip", k=1)[0].episode.id == best[0].episode.id
         # Past the first week, the trip's first session is out of range: the next best comes.
-        later = m.search_episodes("u", "the Kyoto trip", since=start + timedelta(days=3), k=1)
+        later = m.episodes.search("u", "the Kyoto trip", since=start + timedelta(days=3), k=1)
         assert [h.episode.id for h in later] == [ids[1]]
-        assert ids[0] not in {h.episode.id for h in m.search_episodes("u", "the Kyoto trip", since=start + timedelta(days=3))}
+        assert ids[0] not in {h.episode.id for h in m.episodes.search("u", "the Kyoto trip", since=start + timedelta(days=3))}
 
 
 def test_idle_threads_get_their_episode_on_open(make_memory):
     with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("an old conversation")])
-        m._clock = lambda: datetime.now(timezone.utc)  # noqa: E731
+        m._parts.clock = lambda: datetime.now(timezone.utc)  # noqa: E731
     with make_memory(_config(idle_timeout_minutes=60), embeddings=HashingEmbeddings()) as m:
-        m._clock = lambda: datetime.now(timezone.utc) + timedelta(hours=2)  # noqa: E731
-        m._end_idle_sessions()
+        m._parts.clock = lambda: datetime.now(timezone.utc) + timedelta(hours=2)  # noqa: E731
+        m._parts._end_idle_sessions()
         m.flush()
-        assert len(m.search_episodes("u")) == 1
-        m._end_idle_sessions()
+        assert len(m.episodes.search("u")) == 1
+        m._parts._end_idle_sessions()
         m.flush()
-        assert len(m.search_episodes("u")) == 1  # once per session
+        assert len(m.episodes.search("u")) == 1  # once per session
 
 
 def test_forget_thread_removes_its_episodes(make_memory):
     with make_memory(_config(), embeddings=HashingEmbeddings()) as m:
         m.after_turn("u", "t", [HumanMessage("hello")])
         m.end_session("u", "t")
-        assert m.forget(thread_id="t")["episodes"] == 1
-        assert m.search_episodes("u") == []
+        assert m.admin.forget(thread_id="t")["episodes"] == 1
+        assert m.episodes.search("u") == []
 
 
 def _trips(monkeypatch, fail: Exception | None = None) -> list[int]:
@@ -134,7 +134,7 @@ def _a_past_session_and_a_memory(m) -> None:
     m.after_turn("u", "t1", [HumanMessage("Let's plan the Kyoto trip: I booked the ryokan in Hakone."),
                              AIMessage("Lovely, Hakone it is, and the ryokan is booked.")])
     m.end_session("u", "t1")
-    m.remember("u", "The user is allergic to peanuts.")
+    m.memories.remember("u", "The user is allergic to peanuts.")
 
 
 def test_a_turn_searches_recall_and_episodes_in_one_trip(make_memory, monkeypatch):
@@ -148,7 +148,7 @@ def test_a_turn_searches_recall_and_episodes_in_one_trip(make_memory, monkeypatc
         assert "Hakone" in ctx.memory_block
         assert len(trips) == 1 and trips[0] >= 6
         # Searching episodes alone still works on its own trip.
-        assert m.search_episodes("u", "Hakone ryokan")[0].episode.thread_id == "t1"
+        assert m.episodes.search("u", "Hakone ryokan")[0].episode.thread_id == "t1"
         assert len(trips) == 2
 
 

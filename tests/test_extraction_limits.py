@@ -113,11 +113,11 @@ def test_2000_memories_are_applied_as_the_cap_and_the_rest_recorded(tmp_path):
     with TieredMemory(tmp_path / "m", inline(merge_threshold=1.0), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=60)
-        assert m.stats()["jobs"]["done"] == 1
-        stored = m.list_memories("u", limit=1_000)
+        assert m.admin.stats()["jobs"]["done"] == 1
+        stored = m.memories.list("u", limit=1_000)
         assert len(stored) == MAX_MEMORIES
-        assert len(m.entities("u")) == MAX_ENTITIES
-        assert len(m.entity("u", "Person 0").attributes) == MAX_ATTRIBUTES
+        assert len(m.entities.list("u")) == MAX_ENTITIES
+        assert len(m.entities.get("u", "Person 0").attributes) == MAX_ATTRIBUTES
     assert time.perf_counter() - start < 30
     result = LLMExtractor(ScriptedChatModel(default=turn_tool_call(entities=entities, memories=memories))).extract_turn(TURN)
     by_kind = {(d.kind, d.index): d for d in result.dropped}
@@ -137,10 +137,10 @@ def test_one_huge_memory_is_dropped_and_the_rest_of_the_answer_kept(tmp_path):
     with TieredMemory(tmp_path / "m", inline(), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=60)
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["done"] == 1 and stats["jobs"]["failed"] == 0
-        assert [e.content for e in m.list_memories("u")] == ["The user lives in Paris."]
-        assert m.entity("u", "alice").attributes == {"location": "Paris"}
+        assert [e.content for e in m.memories.list("u")] == ["The user lives in Paris."]
+        assert m.entities.get("u", "alice").attributes == {"location": "Paris"}
     result = LLMExtractor(ScriptedChatModel(default=answer)).extract_turn(TURN)
     [dropped] = result.dropped
     assert (dropped.kind, dropped.index) == ("memory", 0)
@@ -160,14 +160,14 @@ def test_the_dropped_item_is_recorded_on_the_job_and_counted_in_stats(tmp_path):
         assert m.flush(timeout=60)
         # The done job keeps what was left out of the answer and why, and none of the
         # answer's text (no copy of it outlives a forget: storage/job_answers.py).
-        [job] = m.storage.jobs.rows("done")
+        [job] = m._parts.storage.jobs.rows("done")
         saved = json.loads(job.result)["extraction"]
         assert set(saved) <= {"dropped", "method"} and "Paris" not in job.result
         [dropped] = saved["dropped"]
         assert (dropped["kind"], dropped["index"], dropped["count"]) == ("memory", 1, 1)
         assert f"the long-term limit is {MAX_CONTENT_CHARS:,}" in dropped["reason"]
-        assert m.storage.jobs.rows("failed") == []
-        counted = m.storage.jobs.dropped_items()
+        assert m._parts.storage.jobs.rows("failed") == []
+        counted = m._parts.storage.jobs.dropped_items()
         assert (counted["items"], counted["jobs"]) == (1, 1)
         [recent] = counted["recent"]
         assert recent["key"] == job.key and recent["reason"] == dropped["reason"]
@@ -175,8 +175,8 @@ def test_the_dropped_item_is_recorded_on_the_job_and_counted_in_stats(tmp_path):
         # A clean answer adds nothing to the count.
         m.after_turn("u", "t2", TURN)
         assert m.flush(timeout=60)
-        assert len(m.storage.jobs.rows("done")) == 2
-        assert m.storage.jobs.dropped_items()["items"] == 1
+        assert len(m._parts.storage.jobs.rows("done")) == 2
+        assert m._parts.storage.jobs.dropped_items()["items"] == 1
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["HF_HUB_OFFLINE"] = "1"
     cli = [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(data), "stats"]
@@ -194,13 +194,13 @@ def test_dropped_items_are_counted_on_either_database(make_memory):
     huge = "The user said " + "blah " * 40_000
     answer = turn_tool_call(memories=[memory(huge, "fact", 0.9), memory("The user lives in Paris.", "fact", 0.9)])
     with make_memory(inline(), model=ScriptedChatModel(default=answer), embeddings=HashingEmbeddings()) as m:
-        assert m.storage.jobs.dropped_items() == {"items": 0, "jobs": 0, "recent": []}
+        assert m._parts.storage.jobs.dropped_items() == {"items": 0, "jobs": 0, "recent": []}
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=60)
-        counted = m.storage.jobs.dropped_items()
+        counted = m._parts.storage.jobs.dropped_items()
         assert (counted["items"], counted["jobs"]) == (1, 1)
         assert [(d["kind"], d["index"]) for d in counted["recent"]] == [("memory", 0)]
-        assert [e.content for e in m.list_memories("u")] == ["The user lives in Paris."]
+        assert [e.content for e in m.memories.list("u")] == ["The user lives in Paris."]
 
 
 def test_memory_content_over_the_token_limit_is_dropped():
@@ -221,10 +221,10 @@ def test_an_empty_compression_answer_keeps_the_job_and_bounds_the_summary(tmp_pa
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
         assert m.flush(timeout=60)
-        assert m.stats()["jobs"]["failed"] == 0
-        summary = m.summary("u", "t")
+        assert m.admin.stats()["jobs"]["failed"] == 0
+        summary = m.threads.summary("u", "t")
         assert summary and "Alice" in summary
-        assert m.counter.count_text(summary) <= 60
+        assert m.admin.counter.count_text(summary) <= 60
 
 
 # --------------------------------------------------------------------------- hung calls
@@ -259,7 +259,7 @@ with TieredMemory({data!r}, config, model=ScriptedChatModel(default=Hang(3600)))
     for i in range(20):
         memory.after_turn("u", "t", [HumanMessage(f"turn {{i}}"), AIMessage("ok")])
         peak = max(peak, threading.active_count())
-    failed = memory.stats()["jobs"]["failed"]
+    failed = memory.admin.stats()["jobs"]["failed"]
 print(json.dumps({{"base": base, "peak": peak, "outcomes": outcomes, "failed": failed, "done_at": time.time()}}), flush=True)
 """
 

@@ -172,7 +172,7 @@ def test_every_section_is_quoted_through_a_real_memory(tmp_path):
     with TieredMemory(tmp_path / "m", config, model=ScriptedChatModel(default=answer)) as memory:
         memory.after_turn("u", "old", [HumanMessage("I met Eve."), AIMessage("Nice.")])
         memory.end_session("u", "old")
-        memory.remember("u", f"Eve's note: {evil}", importance=0.9)
+        memory.memories.remember("u", f"Eve's note: {evil}", importance=0.9)
         for i in range(20):
             memory.after_turn("u", "t", [HumanMessage(f"Eve story {i} " + "and then " * 20), AIMessage("Go on.")])
         assert memory.flush(timeout=60)

@@ -1,4 +1,4 @@
-"""memory.pre_model_hook / memory.post_model_hook in LangGraph's create_react_agent."""
+"""pre_model_hook(memory) / post_model_hook(memory) in LangGraph's create_react_agent."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from langchain_tiered_memory import (
     MemoryConfig,
     ThreadOwnershipError,
     TieredMemory,
+    post_model_hook,
+    pre_model_hook,
 )
 from scripted_model import ScriptedChatModel
 
@@ -35,8 +37,8 @@ def react_agent(memory: TieredMemory, model, *, checkpointer=True, tools=(scenar
             model,
             list(tools),
             prompt=scenario.PROMPT,
-            pre_model_hook=memory.pre_model_hook,
-            post_model_hook=memory.post_model_hook,
+            pre_model_hook=pre_model_hook(memory),
+            post_model_hook=post_model_hook(memory),
             checkpointer=memory.checkpointer if checkpointer else None,
         )
 
@@ -60,7 +62,7 @@ def test_without_a_checkpointer_the_log_carries_the_thread(data_dir):
         assert [type(m) for m in state["messages"]][0] is HumanMessage
         assert "Kyoto" not in scenario.text_of(state["messages"])
         assert "Kyoto" in scenario.text_of(model.inputs[-1])
-        log = memory.get_messages("alice", "t1")
+        log = memory.threads.messages("alice", "t1")
         assert [m.type for m in log] == ["human", "ai", "human", "ai", "human", "ai", "tool", "ai"]
         assert len({m.id for m in log}) == len(log)
 
@@ -78,7 +80,7 @@ def test_missing_ids_in_config_raise_a_clear_error(data_dir):
         with pytest.raises(InvalidIdentifierError, match="user_id must be a non-empty str"):
             agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": 7, "thread_id": "t1"}})
         assert model.calls == 0
-        assert memory.threads("alice") == []
+        assert memory.threads.list("alice") == []
 
 
 def test_the_users_message_is_stored_before_the_model_runs(data_dir):
@@ -87,12 +89,12 @@ def test_the_users_message_is_stored_before_the_model_runs(data_dir):
         agent = react_agent(memory, model)
         with pytest.raises(RuntimeError, match="model API down"):
             agent.invoke({"messages": [HumanMessage("Please remember my flight is at 9.")]}, scenario.config("t1"))
-        assert [m.text for m in memory.get_messages("alice", "t1")] == ["Please remember my flight is at 9."]
+        assert [m.text for m in memory.threads.messages("alice", "t1")] == ["Please remember my flight is at 9."]
         # The next turn goes on from there, and its one extraction covers both messages.
         agent.invoke({"messages": [HumanMessage("Are you there?")]}, scenario.config("t1"))
-        assert [m.type for m in memory.get_messages("alice", "t1")] == ["human", "human", "ai"]
+        assert [m.type for m in memory.threads.messages("alice", "t1")] == ["human", "human", "ai"]
         assert "flight is at 9" in scenario.text_of(model.inputs[-1])
-        assert memory.stats()["jobs"]["done"] == 1
+        assert memory.admin.stats()["jobs"]["done"] == 1
 
 
 def test_another_users_thread_is_refused(data_dir):
@@ -102,7 +104,7 @@ def test_another_users_thread_is_refused(data_dir):
         agent.invoke({"messages": [HumanMessage("hello")]}, scenario.config("t1"))
         with pytest.raises(ThreadOwnershipError):
             agent.invoke({"messages": [HumanMessage("hello")]}, {"configurable": {"user_id": "bob", "thread_id": "t1"}})
-        assert memory.threads("bob") == []
+        assert memory.threads.list("bob") == []
 
 
 def test_a_thread_system_message_is_pinned_and_the_budget_holds(data_dir):
@@ -120,7 +122,7 @@ def test_a_thread_system_message_is_pinned_and_the_budget_holds(data_dir):
         # The agent's prompt, then the pinned system message, though older turns were evicted.
         assert [m.text for m in last[:2]] == [scenario.PROMPT, "Always answer in French."]
         assert not any(m.text == scenario.FILLER.format(n=0) for m in last if isinstance(m, HumanMessage))
-        assert all(memory.counter.count_messages(i) <= config.context_budget for i in model.inputs)
+        assert all(memory.admin.counter.count_messages(i) <= config.context_budget for i in model.inputs)
 
 
 async def test_async_agent(data_dir):
@@ -130,13 +132,17 @@ async def test_async_agent(data_dir):
         await agent.ainvoke({"messages": [HumanMessage(scenario.FACT)]}, scenario.config("t1"))
         state = await agent.ainvoke({"messages": [HumanMessage("What time is it?")]}, scenario.config("t1"))
         assert isinstance(state["messages"][-1], AIMessage)
-        assert [m.id for m in memory.get_messages("alice", "t1")] == [m.id for m in state["messages"]]
+        assert [m.id for m in memory.threads.messages("alice", "t1")] == [m.id for m in state["messages"]]
         await agent.ainvoke({"messages": [HumanMessage("Any drink ideas?")]}, scenario.config("t2"))
         assert "green tea" in scenario.text_of(model.inputs[-1])
 
 
-def test_hooks_are_cached_per_memory(data_dir):
+def test_the_old_hook_accessors_warn_and_are_cached_per_memory(data_dir):
     with TieredMemory(data_dir) as memory:
-        assert memory.pre_model_hook is memory.pre_model_hook
-        assert memory.post_model_hook is memory.post_model_hook
-        assert memory.pre_model_hook is not memory.post_model_hook
+        with pytest.warns(DeprecationWarning, match=r"use pre_model_hook\(memory\)"):
+            pre = memory.pre_model_hook
+            assert pre is memory.pre_model_hook
+        with pytest.warns(DeprecationWarning, match=r"use post_model_hook\(memory\)"):
+            post = memory.post_model_hook
+            assert post is memory.post_model_hook
+        assert pre is not post

@@ -89,7 +89,7 @@ def test_a_job_against_a_dead_server_records_what_to_do(tmp_path):
     config = MemoryConfig(job_mode="inline", job_max_attempts=1, job_retry_horizon_seconds=0)
     with TieredMemory(tmp_path / "m", config, model=llm) as memory:
         memory.after_turn("alice", "t1", [HumanMessage("I live in Lisbon."), AIMessage("Noted.")])
-        stats = memory.stats()
-        assert len(memory.get_messages("alice", "t1")) == 2  # the turn itself is kept
+        stats = memory.admin.stats()
+        assert len(memory.threads.messages("alice", "t1")) == 2  # the turn itself is kept
     reason = stats["failed_jobs"][0]["reason"]
     assert "ConnectionError" in reason and "start it, or point OPENAI_BASE_URL" in reason

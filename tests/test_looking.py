@@ -58,12 +58,12 @@ def journal(tmp_path, monkeypatch):
     # Manual mode: the turn is journaled (needing the LLM) and left for later.
     with TieredMemory(path, MemoryConfig(job_mode="manual"), model=llm) as m:
         m.after_turn("alice", "trip", TURN)
-        m.remember("alice", "user: I prefer window seats", "preference", 0.8)
+        m.memories.remember("alice", "user: I prefer window seats", "preference", 0.8)
     with TieredMemory(path, MemoryConfig(job_mode="manual")) as m:
         m.after_turn("bob", "chess", [HumanMessage("My name is Bob and I play chess.")])
         m.after_turn("alice", "trip", [HumanMessage("I also like green tea.")])
         # Bob's job is claimed by a process that then died: its lease is left behind.
-        job = m.storage.jobs.claim(_dead_worker(), 600, max_attempts=5, provides=())
+        job = m._parts.storage.jobs.claim(_dead_worker(), 600, max_attempts=5, provides=())
         assert job is not None and job.user_id == "bob"
     assert llm.calls == 0
     return path
@@ -102,28 +102,28 @@ def test_an_llm_job_waits_for_an_llm_and_offline_memories_leave_it_and_its_threa
         # It returns at once, not waiting for what it cannot run, and says so (issue 29).
         assert offline.flush(timeout=10) is False
         # Bob's stale job is taken over and done offline (it needs nothing); Alice's wait.
-        assert offline.stats()["jobs"] == {"pending": 0, "waiting": 2, "running": 0, "stale": 0, "done": 1, "failed": 0}
-        assert offline.entity("bob", "Bob") is not None
-        assert offline.entities("alice") == []  # the offline rules did not read her turn
+        assert offline.admin.stats()["jobs"] == {"pending": 0, "waiting": 2, "running": 0, "stale": 0, "done": 1, "failed": 0}
+        assert offline.entities.get("bob", "Bob") is not None
+        assert offline.entities.list("alice") == []  # the offline rules did not read her turn
         offline.after_turn("carol", "t", [HumanMessage("My name is Carol.")])  # its own work runs
-        assert offline.entity("carol", "Carol") is not None
+        assert offline.entities.get("carol", "Carol") is not None
     llm = ScriptedChatModel(default=LLM_ANSWER)
     with TieredMemory(journal, MemoryConfig(job_mode="inline"), model=llm) as m:
         assert m.flush(timeout=30)
-        jobs = m.stats()["jobs"]
+        jobs = m.admin.stats()["jobs"]
         assert (jobs["pending"], jobs["waiting"], jobs["failed"]) == (0, 0, 0)
         assert llm.calls >= 1
         # The LLM's answer was applied to Alice's turn, and the offline rules' never was.
-        assert [e.name for e in m.entities("alice")] == ["Zed"]
-        assert [e.content for e in m.list_memories("alice") if "Zed" in e.content] == ["The user's mentor is Zed."]
+        assert [e.name for e in m.entities.list("alice")] == ["Zed"]
+        assert [e.content for e in m.memories.list("alice") if "Zed" in e.content] == ["The user's mentor is Zed."]
 
 
 def test_a_manual_memory_runs_jobs_only_in_flush(tmp_path):
     with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="manual")) as m:
         m.after_turn("u", "t", TURN)
-        assert m.stats()["jobs"]["pending"] == 1 and m.entities("u") == []
+        assert m.admin.stats()["jobs"]["pending"] == 1 and m.entities.list("u") == []
         assert m.flush(timeout=30)
-        assert m.stats()["jobs"]["done"] == 1 and m.entity("u", "Alice") is not None
+        assert m.admin.stats()["jobs"]["done"] == 1 and m.entities.get("u", "Alice") is not None
 
 
 def test_a_manual_memory_does_not_repair_a_lost_index_but_says_why(tmp_path):
@@ -133,19 +133,19 @@ def test_a_manual_memory_does_not_repair_a_lost_index_but_says_why(tmp_path):
     from langchain_tiered_memory.embeddings import HashingEmbeddings
 
     with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()) as m:
-        m.remember("u", "user: I like tea")
+        m.memories.remember("u", "user: I like tea")
     shutil.rmtree(tmp_path / "m" / "qdrant")
     before = _dump(tmp_path / "m")
     with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="manual"), embeddings=HashingEmbeddings()) as m:
         with pytest.raises(VectorStoreError, match="rebuilds it"):
-            m.search("u", "tea")
+            m.memories.search("u", "tea")
         context = m.before_turn("u", "t", query="tea", peek=True)
         assert any("missing" in d for d in context.degraded)
-        assert "missing" in m.stats()["index"]["held_elsewhere"]
+        assert "missing" in m.admin.stats()["index"]["held_elsewhere"]
     assert not (tmp_path / "m" / "qdrant").exists() and _dump(tmp_path / "m") == before
     with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()) as m:
         assert m.flush(timeout=30)
-        assert [h.entry.content for h in m.search("u", "tea", peek=True)] == ["user: I like tea"]
+        assert [h.entry.content for h in m.memories.search("u", "tea", peek=True)] == ["user: I like tea"]
 
 
 def test_skipping_jobs_behind_an_llm_job_stays_a_lookup(tmp_path):

@@ -12,6 +12,7 @@ from langchain_tiered_memory import (
     MemoryClosedError,
     MemoryConfig,
     ThreadOwnershipError,
+    TieredChatMessageHistory,
     TieredMemory,
     TieredMemoryError,
 )
@@ -25,7 +26,7 @@ def test_bad_ids_raise_our_error(memory, bad):
         lambda: memory.after_turn("u", bad, [HumanMessage("hi")]),
         lambda: memory.before_turn(bad, "t"),
         lambda: memory.before_turn("u", bad),
-        lambda: memory.chat_history(bad, "t"),
+        lambda: TieredChatMessageHistory(memory, bad, "t"),
     ):
         with pytest.raises(InvalidIdentifierError):
             call()
@@ -48,20 +49,20 @@ def test_bad_ids_raise_our_error(memory, bad):
 def test_non_messages_raise_our_error_and_store_nothing(memory, bad):
     with pytest.raises(InvalidMessageError):
         memory.after_turn("u", "t", bad)
-    assert memory.get_messages("u", "t") == []
+    assert memory.threads.messages("u", "t") == []
 
 
 def test_unserialisable_message_is_our_error(memory):
     with pytest.raises(InvalidMessageError, match="JSON"):
         memory.after_turn("u", "t", [HumanMessage("x", additional_kwargs={"obj": object()})])
-    assert memory.get_messages("u", "t") == []
+    assert memory.threads.messages("u", "t") == []
 
 
 def test_message_likes_and_chunks_are_accepted(memory):
     memory.after_turn(
         "u", "t", [{"role": "user", "content": "dict"}, ("assistant", "tuple"), AIMessageChunk("chunk")]
     )
-    log = memory.get_messages("u", "t")
+    log = memory.threads.messages("u", "t")
     assert [(m.type, m.text) for m in log] == [("human", "dict"), ("ai", "tuple"), ("ai", "chunk")]
     assert type(log[2]) is AIMessage
 
@@ -72,14 +73,14 @@ def test_repeating_a_turn_stores_nothing_twice(memory):
     again = memory.after_turn("u", "t", turn + [HumanMessage("more", id="m3")])
     assert (first.stored, first.duplicates) == (2, 0)
     assert (again.stored, again.duplicates, again.seqs) == (1, 2, [2])
-    assert [m.id for m in memory.get_messages("u", "t")] == ["m1", "m2", "m3"]
+    assert [m.id for m in memory.threads.messages("u", "t")] == ["m1", "m2", "m3"]
 
 
 def test_messages_without_ids_get_one_and_the_callers_object_is_untouched(memory):
     msg = HumanMessage("no id")
     memory.after_turn("u", "t", [msg])
     assert msg.id is None
-    assert memory.get_messages("u", "t")[0].id
+    assert memory.threads.messages("u", "t")[0].id
 
 
 def test_a_thread_belongs_to_one_user(memory):
@@ -89,8 +90,8 @@ def test_a_thread_belongs_to_one_user(memory):
     with pytest.raises(ThreadOwnershipError):
         memory.before_turn("bob", "t")
     with pytest.raises(ThreadOwnershipError):
-        memory.forget(user_id="bob", thread_id="t")
-    assert [m.text for m in memory.get_messages("alice", "t")] == ["secret"]
+        memory.admin.forget(user_id="bob", thread_id="t")
+    assert [m.text for m in memory.threads.messages("alice", "t")] == ["secret"]
 
 
 def test_forget_a_thread_and_a_user(memory):
@@ -98,16 +99,16 @@ def test_forget_a_thread_and_a_user(memory):
     memory.after_turn("alice", "t2", [HumanMessage("a2")])
     memory.after_turn("bob", "t3", [HumanMessage("b1")])
     memory.before_turn("alice", "t1")  # warm the cache: forgetting must drop it
-    assert memory.forget(thread_id="t1").items() >= {"threads": 1, "messages": 1}.items()
+    assert memory.admin.forget(thread_id="t1").items() >= {"threads": 1, "messages": 1}.items()
     assert memory.before_turn("alice", "t1").messages == []
-    assert memory.forget(user_id="alice").items() >= {"threads": 1, "messages": 1}.items()
-    assert memory.threads("alice") == []
-    assert [m.text for m in memory.get_messages("bob", "t3")] == ["b1"]
+    assert memory.admin.forget(user_id="alice").items() >= {"threads": 1, "messages": 1}.items()
+    assert memory.threads.list("alice") == []
+    assert [m.text for m in memory.threads.messages("bob", "t3")] == ["b1"]
     # A forgotten thread id can start again from nothing.
     memory.after_turn("carol", "t1", [HumanMessage("fresh")])
     assert [m.text for m in memory.before_turn("carol", "t1").window] == ["fresh"]
     with pytest.raises(InvalidInputError):
-        memory.forget()
+        memory.admin.forget()
 
 
 def test_closed_memory_says_so(data_dir):
@@ -142,14 +143,14 @@ def test_counts_are_stored_and_redone_for_another_counter(data_dir, small_config
     with TieredMemory(data_dir, small_config, token_counter=words) as m:
         assert m.before_turn("u", "t").token_usage["window"] == 6
     with TieredMemory(data_dir, small_config, token_counter=words) as m:
-        rows = m._storage.threads.index(m._storage.threads.get("t").key)
-        assert [(r.tokens, r.counter) for r in rows] == [(6, m.counter.name)]
+        rows = m._parts.storage.threads.index(m._parts.storage.threads.get("t").key)
+        assert [(r.tokens, r.counter) for r in rows] == [(6, m.admin.counter.name)]
 
 
 def test_eviction_is_recorded_for_the_summary_layer(memory):
     for i in range(30):
         result = memory.after_turn("u", "t", [HumanMessage(f"message {i} " * 8)])
-    thread = memory._storage.threads.get("t")
+    thread = memory._parts.storage.threads.get("t")
     assert result.evicted > 0
     assert thread.evicted_through == result.evicted - 1
     # The summary written since takes room, so the window can only have shrunk.
@@ -162,7 +163,7 @@ async def test_async_variants(memory):
     assert ctx.window[0].text == "async hi"
     results = await asyncio.gather(*(memory.aafter_turn("u", "t", [HumanMessage(f"{i}")]) for i in range(20)))
     assert sum(r.stored for r in results) == 20
-    assert len(memory.get_messages("u", "t")) == 21
+    assert len(memory.threads.messages("u", "t")) == 21
 
 
 def test_everything_raised_is_ours(memory):
@@ -172,7 +173,7 @@ def test_everything_raised_is_ours(memory):
 
 def test_stats(memory):
     memory.after_turn("u", "t", [SystemMessage("s"), HumanMessage("h")])
-    stats = memory.stats()
+    stats = memory.admin.stats()
     assert (stats["users"], stats["threads"], stats["messages"]) == (1, 1, 2)
     assert stats["db_bytes"] > 0
 

@@ -48,10 +48,10 @@ async def test_async_agent(data_dir):
         agent = agent_with_middleware(memory, model)
         await agent.ainvoke({"messages": [HumanMessage(scenario.FACT)]}, scenario.config("t1"))
         state = await agent.ainvoke({"messages": [HumanMessage("What time is it?")]}, scenario.config("t1"))
-        assert [m.id for m in memory.get_messages("alice", "t1")] == [m.id for m in state["messages"]]
+        assert [m.id for m in memory.threads.messages("alice", "t1")] == [m.id for m in state["messages"]]
         await agent.ainvoke({"messages": [HumanMessage("Any drink ideas?")]}, scenario.config("t2"))
         assert "green tea" in scenario.text_of(model.inputs[-1])
-        assert memory.stats()["jobs"]["done"] == 3
+        assert memory.admin.stats()["jobs"]["done"] == 3
 
 
 def test_missing_user_id_raises_a_clear_error(data_dir):
@@ -77,7 +77,7 @@ def test_memory_tools_can_come_with_the_middleware(data_dir):
         bound = {t["function"]["name"] for t in model.call_kwargs[0]["tools"]}
         assert bound == {"clock", "remember", "recall", "forget"}
         assert state["messages"][2].text.startswith("Remembered as memory ")
-        assert [e.content for e in memory.list_memories("alice")] == ["The user's dog is called Pixel."]
+        assert [e.content for e in memory.memories.list("alice")] == ["The user's dog is called Pixel."]
 
 
 def test_without_langchain_the_error_names_the_extra(monkeypatch):

@@ -27,7 +27,7 @@ def deployment(tmp_path, monkeypatch):
         for user in USERS:
             m.after_turn(user, f"{user}-1", [HumanMessage(f"My name is {user.title()} and I live in Lisbon."),
                                              AIMessage("Noted.")])
-            m.remember(user, f"user: {user} prefers window seats", "preference", importance=0.8)
+            m.memories.remember(user, f"user: {user} prefers window seats", "preference", importance=0.8)
             m.store.put(("profiles", user), "lang", {"value": "pt"})
             m.end_session(user, f"{user}-1")
         m.store.put(("global",), "motd", {"text": "hello"})  # an item of no user
@@ -35,10 +35,10 @@ def deployment(tmp_path, monkeypatch):
         graph.invoke(_say("hi"), _cfg("alice-1", "alice"))
         graph.invoke(_say("again"), _cfg("alice-1", "alice"))
         graph.invoke(_say("hi"), _cfg("graph-only"))
-        exports = {user: m.export_user(user) for user in USERS}
+        exports = {user: m.admin.export_user(user) for user in USERS}
     with TieredMemory(data_dir, MemoryConfig(job_mode="external"), embeddings=HashingEmbeddings()) as m:
         m.after_turn("bob", "bob-2", [HumanMessage("I moved to Porto.")])  # its job waits
-        exports["bob"] = m.export_user("bob")
+        exports["bob"] = m.admin.export_user("bob")
     return data_dir, exports
 
 
@@ -71,11 +71,11 @@ def test_everything_moves_and_the_counts_are_verified(deployment, pg_url, tmp_pa
         assert any(line.startswith(name) and line.endswith("ok") for line in out.out.splitlines()), name
 
     with _open(pg_url, qdrant) as m:
-        assert {user: m.export_user(user) for user in USERS} == exports
+        assert {user: m.admin.export_user(user) for user in USERS} == exports
         assert m.items.get(("global",), "motd") is not None
-        hits = m.search("alice", "window seats", k=1)
+        hits = m.memories.search("alice", "window seats", k=1)
         assert [h.entry.content for h in hits] == ["user: alice prefers window seats"]
-        assert [h.episode.thread_id for h in m.search_episodes("bob")] == ["bob-1"]
+        assert [h.episode.thread_id for h in m.episodes.search("bob")] == ["bob-1"]
         graph = _graph(m.checkpointer)
         assert graph.get_state(_cfg("alice-1")).values["turns"] == 2
         assert graph.invoke(_say("third"), _cfg("alice-1"))["turns"] == 3
@@ -83,10 +83,10 @@ def test_everything_moves_and_the_counts_are_verified(deployment, pg_url, tmp_pa
     with _open(pg_url, qdrant, job_mode="inline") as m:
         # The job left pending in the directory runs on the new deployment.
         assert m.flush(timeout=30)
-        assert m.stats()["jobs"]["pending"] == 0
-        assert m.entity("bob", "Bob").attributes["location"] == "Porto"
+        assert m.admin.stats()["jobs"]["pending"] == 0
+        assert m.entities.get("bob", "Bob").attributes["location"] == "Porto"
         # Forgetting works across the copied checkpoints.
-        assert m.forget(user_id="alice")["checkpoints"] == 9  # 3 runs of 3 steps, one run new
+        assert m.admin.forget(user_id="alice")["checkpoints"] == 9  # 3 runs of 3 steps, one run new
 
 
 def test_a_second_run_continues_and_never_duplicates(deployment, pg_url, tmp_path, capsys):
@@ -102,10 +102,10 @@ def test_a_second_run_continues_and_never_duplicates(deployment, pg_url, tmp_pat
     assert _migrate(data_dir, pg_url, qdrant, "--json") == 0
     assert '"ok": true' in capsys.readouterr().out
     with _open(pg_url, qdrant) as m:
-        assert {user: m.export_user(user) for user in USERS} == exports
+        assert {user: m.admin.export_user(user) for user in USERS} == exports
         # New rows get new ids after the copied ones.
         m.after_turn("carol", "carol-1", [HumanMessage("hello")])
-        assert len(m.get_messages("carol", "carol-1")) == 1
+        assert len(m.threads.messages("carol", "carol-1")) == 1
 
 
 def test_a_mismatch_exits_non_zero_and_another_memory_is_never_mixed_in(deployment, pg_url, pg, tmp_path, capsys):

@@ -74,4 +74,4 @@ def test_messages_without_ids_are_refused(data_dir):
         graph = builder.compile()
         with pytest.raises(InvalidMessageError, match="add_messages"):
             graph.invoke({"messages": [AIMessage("hello")]}, scenario.config("t1"))
-        assert memory.threads("alice") == []
+        assert memory.threads.list("alice") == []

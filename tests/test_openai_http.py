@@ -68,11 +68,11 @@ def test_the_whole_turn_over_http(tmp_path, mode, method):
                 memory.after_turn("alice", "t1", [HumanMessage(question), AIMessage(answer)])
             assert memory.end_session("alice", "t1") is not None
             assert memory.flush(timeout=60)
-            stats = memory.stats()
-            contents = {m.content for m in memory.list_memories("alice")}
-            alice = memory.entity("alice", "alice")
-            summary = memory.summary("alice", "t1")
-            episodes = memory.search_episodes("alice")
+            stats = memory.admin.stats()
+            contents = {m.content for m in memory.memories.list("alice")}
+            alice = memory.entities.get("alice", "alice")
+            summary = memory.threads.summary("alice", "t1")
+            episodes = memory.episodes.search("alice")
 
         # Extraction: every user sentence came back as a memory, the name as the user's entity.
         assert {f"User: {q}" for q, _ in TURNS} <= contents
@@ -124,9 +124,9 @@ def test_a_looping_model_is_stopped_at_the_cap_and_the_next_method_answers(tmp_p
             for question, answer in TURNS[:2]:
                 memory.after_turn("alice", "t1", [HumanMessage(question), AIMessage(answer)])
             assert memory.flush(timeout=60)
-            stats = memory.stats()
-            contents = {m.content for m in memory.list_memories("alice")}
-            cap = answer_cap(TURN_TOOL, memory.counter)
+            stats = memory.admin.stats()
+            contents = {m.content for m in memory.memories.list("alice")}
+            cap = answer_cap(TURN_TOOL, memory.admin.counter)
     first, refused, text, second = server.requests
     # The cap reached the server with every call, and stopped the loop there, not at the
     # end of the 4,096-token context.
@@ -292,8 +292,8 @@ def _serve_and_run(tmp_path, cap: int | None = None, **sampling) -> tuple[dict, 
             memory.after_turn("alice", "t1", [HumanMessage("My name is Alice and I live in Lisbon."),
                                               AIMessage("Nice to meet you, Alice!")])
             assert memory.flush(timeout=1800)
-            stats = memory.stats()
-            stats["entities"] = [e.name for e in memory.entities("alice")]
+            stats = memory.admin.stats()
+            stats["entities"] = [e.name for e in memory.entities.list("alice")]
     finally:
         served.close()
     return stats, served, time.monotonic() - start

@@ -64,7 +64,7 @@ def _plant(memory: TieredMemory, user: str, canary: str) -> None:
             HumanMessage(f"My name is {canary.title()} and I prefer {canary} tea. Turn {i}."),
             AIMessage(f"Noted, {canary}."),
         ])
-    memory.remember(user, f"user: my locker code is {canary}", "fact", 0.9)
+    memory.memories.remember(user, f"user: my locker code is {canary}", "fact", 0.9)
     memory.store.put(("profiles", user), "p", {"note": f"likes {canary}"})
     memory.store.put(("memories", user), "k", {"content": f"the {canary} rule applies"})
     memory.end_session(user, f"{user}-t")
@@ -78,19 +78,19 @@ def test_forgetting_a_user_leaves_no_byte_of_them_in_any_file(tmp_path):
     with _open(data, MemoryConfig(job_mode="inline", max_tokens=400, system_reserve=50, output_reserve=50)) as memory:
         _plant(memory, "alice", gone)
         _plant(memory, "bob", kept)
-        assert memory.summary("alice", "alice-t") and memory.entities("alice")
+        assert memory.threads.summary("alice", "alice-t") and memory.entities.list("alice")
         assert _hits(data, gone)  # it is on disk before: the scan can see it
-        counts = memory.forget(user_id="alice")
+        counts = memory.admin.forget(user_id="alice")
         assert counts["messages"] == 24 and counts["memories"] >= 2 and counts["checkpoints"] >= 1
         assert counts["episodes"] == 1 and counts["store_items"] == 2
     assert _hits(data, gone) == []
     # Bob is intact, in every layer.
     with _open(data) as memory:
-        assert kept in memory.get_messages("bob", "bob-t")[0].text
-        assert memory.search("bob", f"locker code {kept}", k=1)[0].entry.content.endswith(kept)
+        assert kept in memory.threads.messages("bob", "bob-t")[0].text
+        assert memory.memories.search("bob", f"locker code {kept}", k=1)[0].entry.content.endswith(kept)
         assert memory.store.get(("profiles", "bob"), "p").value == {"note": f"likes {kept}"}
-        assert memory.search_episodes("bob") and memory.entities("bob")
-        assert memory.stats()["index"] == {"pending": 0, "forgets_pending": 0, "held_elsewhere": None}
+        assert memory.episodes.search("bob") and memory.entities.list("bob")
+        assert memory.admin.stats()["index"] == {"pending": 0, "forgets_pending": 0, "held_elsewhere": None}
     assert _hits(data, kept)
 
 
@@ -111,21 +111,21 @@ def test_forgetting_a_thread_a_memory_or_an_entity_leaves_no_byte_of_it(tmp_path
             memory.end_session("alice", "t")
             memory.flush()
             assert _hits(data, gone)  # it is on disk before: the scan can see it
-            assert memory.forget(thread_id="t")["messages"] == 2
+            assert memory.admin.forget(thread_id="t")["messages"] == 2
         elif what == "memory":
-            mid = memory.remember("alice", f"user: my password hint is {gone}")
+            mid = memory.memories.remember("alice", f"user: my password hint is {gone}")
             assert _hits(data, gone)
-            assert memory.forget(user_id="alice", memory_id=mid)["memories"] == 1
+            assert memory.memories.forget(user_id="alice", memory_id=mid)["memories"] == 1
         else:
             memory.after_turn("alice", "t", [HumanMessage("I play in a band on weekends.")])
             memory.flush()
-            assert memory.entity("alice", f"{gone} band") is not None
+            assert memory.entities.get("alice", f"{gone} band") is not None
             assert _hits(data, gone)  # in the profile, and in the job's saved answer before this fix
-            mid = next(m.id for m in memory.list_memories("alice") if gone in m.content)
-            assert memory.forget(user_id="alice", memory_id=mid)["memories"] == 1
-            result = memory.forget(user_id="alice", entity=f"{gone.upper()} BAND")
+            mid = next(m.id for m in memory.memories.list("alice") if gone in m.content)
+            assert memory.memories.forget(user_id="alice", memory_id=mid)["memories"] == 1
+            result = memory.admin.forget(user_id="alice", entity=f"{gone.upper()} BAND")
             assert result["entities"] == 1 and result["wal_scrubbed"] is True
-        assert memory.get_messages("alice", "keep")
+        assert memory.threads.messages("alice", "keep")
     assert _hits(data, gone) == []
 
 
@@ -145,22 +145,22 @@ def test_a_deleted_index_is_rebuilt_from_the_database(tmp_path, caplog):
     data = tmp_path / "memory"
     facts = [f"user: fact number {i} is about the colour {c}" for i, c in enumerate(["red", "teal", "ochre", "mauve"])]
     with _open(data) as memory:
-        ids = [memory.remember("alice", f) for f in facts]
+        ids = [memory.memories.remember("alice", f) for f in facts]
         memory.after_turn("alice", "t", [HumanMessage("We planned the Kyoto trip."), AIMessage("Booked.")])
         memory.end_session("alice", "t")
         memory.flush()
-        points = memory._index.count()
+        points = memory._parts.index.count()
     shutil.rmtree(data / "qdrant")
     with caplog.at_level("INFO", logger="langchain_tiered_memory"), _open(data) as memory:
         # The records were never in the index alone: nothing is lost, and it says so.
-        assert memory.stats()["memories"] == len(memory.list_memories("alice")) >= 4
+        assert memory.admin.stats()["memories"] == len(memory.memories.list("alice")) >= 4
         assert memory.flush(timeout=60)
         for memory_id, fact in zip(ids, facts):
             colour = fact.split()[-1]
-            assert memory.search("alice", f"the colour {colour}", k=1)[0].entry.id == memory_id
-        assert memory.search_episodes("alice", "Kyoto trip")
-        assert memory.stats()["index"]["pending"] == 0
-        assert memory._index.count() == points
+            assert memory.memories.search("alice", f"the colour {colour}", k=1)[0].entry.id == memory_id
+        assert memory.episodes.search("alice", "Kyoto trip")
+        assert memory.admin.stats()["index"]["pending"] == 0
+        assert memory._parts.index.count() == points
     # The rebuild reports its progress with counts, from 0 to every record, and its end.
     progress = _progress(caplog)
     assert progress[0] == (0, points) and progress[-1] == (points, points)
@@ -171,14 +171,14 @@ def test_a_large_rebuild_logs_its_progress_every_tenth(tmp_path, caplog):
     data = tmp_path / "memory"
     with _open(data) as memory:
         items = [{"content": f"user: item {i} of the list is {i * 7919 % 1000}"} for i in range(2_000)]
-        memory.remember_many("alice", items, merge=False)
+        memory.memories.remember_many("alice", items, merge=False)
         memory.flush()
-        points = memory._index.count()
+        points = memory._parts.index.count()
     assert points == 2_000  # ~32 batches of 64
     shutil.rmtree(data / "qdrant")
     with caplog.at_level("INFO", logger="langchain_tiered_memory"), _open(data) as memory:
         assert memory.flush(timeout=120)
-        assert memory._index.count() == points
+        assert memory._parts.index.count() == points
     progress = _progress(caplog)
     done = [d for d, _ in progress]
     assert progress[0] == (0, points) and progress[-1] == (points, points)
@@ -191,18 +191,18 @@ def test_a_large_rebuild_logs_its_progress_every_tenth(tmp_path, caplog):
 def test_an_older_database_beside_a_newer_index_has_the_orphan_points_deleted(tmp_path, caplog):
     data = tmp_path / "memory"
     with _open(data) as memory:
-        kept = [memory.remember("alice", f"user: my {w} is in the attic") for w in ("oboe", "kayak")]
+        kept = [memory.memories.remember("alice", f"user: my {w} is in the attic") for w in ("oboe", "kayak")]
         memory.after_turn("alice", "t", [HumanMessage("We planned the Kyoto trip."), AIMessage("Booked.")])
         memory.flush()
-        older_points = memory._index.count()
+        older_points = memory._parts.index.count()
     # Closed: the WAL was checkpointed into memory.db, which now holds the whole database.
     assert not (data / "memory.db-wal").exists() or (data / "memory.db-wal").stat().st_size == 0
     shutil.copy2(data / "memory.db", tmp_path / "older.db")
     with _open(data) as memory:
-        newer = [memory.remember("alice", f"user: zither {w} quartet rehearsal") for w in ("monday", "friday")]
+        newer = [memory.memories.remember("alice", f"user: zither {w} quartet rehearsal") for w in ("monday", "friday")]
         memory.after_turn("alice", "t2", [HumanMessage("The zither quartet rehearses in Osaka."), AIMessage("Noted.")])
         memory.flush()
-        newer_points = memory._index.count()
+        newer_points = memory._parts.index.count()
     assert newer_points > older_points
     # The older database restored beside the newer index (its WAL state with it: none).
     for side in ("memory.db-wal", "memory.db-shm"):
@@ -215,13 +215,13 @@ def test_an_older_database_beside_a_newer_index_has_the_orphan_points_deleted(tm
         assert f"held {newer_points - older_points} points" in text and "back in line with the database" in text
         assert str(data / "memory.db") in text and "rebuild the index from scratch" in text
         # The orphan points are gone: the index holds one point per record the database has.
-        assert memory._index.count() == older_points
-        assert memory._index.backend().retrieve(newer) == []
-        assert memory.flush(timeout=60) and memory._index.count() == older_points
-        assert memory.stats()["index"]["pending"] == 0
+        assert memory._parts.index.count() == older_points
+        assert memory._parts.index.backend().retrieve(newer) == []
+        assert memory.flush(timeout=60) and memory._parts.index.count() == older_points
+        assert memory.admin.stats()["index"]["pending"] == 0
         # Search and recall find only what the database holds.
-        assert {h.entry.id for h in memory.search("alice", "zither quartet rehearsal", k=10)} <= set(kept)
-        assert memory.search("alice", "oboe attic", k=1)[0].entry.id == kept[0]
+        assert {h.entry.id for h in memory.memories.search("alice", "zither quartet rehearsal", k=10)} <= set(kept)
+        assert memory.memories.search("alice", "oboe attic", k=1)[0].entry.id == kept[0]
         evidence = memory.recall("alice", "zither quartet rehearses in Osaka", k=10)
         assert all("zither" not in e.text for e in evidence)
         assert not [e for e in evidence if e.grain == "fact" and e.id not in kept]
@@ -229,19 +229,19 @@ def test_an_older_database_beside_a_newer_index_has_the_orphan_points_deleted(tm
     # Once in line, opening again finds nothing to delete.
     caplog.clear()
     with caplog.at_level("WARNING", logger="langchain_tiered_memory"), _open(data) as memory:
-        assert memory._index.count() == older_points
+        assert memory._parts.index.count() == older_points
     assert "whose records are not in" not in caplog.text
 
 
 def test_a_partly_lost_index_catches_up_on_open(tmp_path):
     data = tmp_path / "memory"
     with _open(data) as memory:
-        ids = [memory.remember("alice", f"user: my note {i} mentions {w}") for i, w in enumerate(["oboe", "kayak", "quince"])]
-        memory._index.backend().delete(ids[:2])  # points lost, records kept
+        ids = [memory.memories.remember("alice", f"user: my note {i} mentions {w}") for i, w in enumerate(["oboe", "kayak", "quince"])]
+        memory._parts.index.backend().delete(ids[:2])  # points lost, records kept
     with _open(data) as memory:
         assert memory.flush(timeout=60)
-        assert memory.search("alice", "oboe", k=1)[0].entry.id == ids[0]
-        assert memory.search("alice", "kayak", k=1)[0].entry.id == ids[1]
+        assert memory.memories.search("alice", "oboe", k=1)[0].entry.id == ids[0]
+        assert memory.memories.search("alice", "kayak", k=1)[0].entry.id == ids[1]
 
 
 def test_an_older_directory_has_its_turn_points_marked_again_without_embedding_them_again(tmp_path, monkeypatch):
@@ -251,7 +251,7 @@ def test_an_older_directory_has_its_turn_points_marked_again_without_embedding_t
                                          AIMessage("Less screen time at night. Does that help?")])
         memory.after_turn("alice", "t", [HumanMessage("I've switched to decaf these days."), AIMessage("Good call.")])
         memory.flush()
-        backend = memory._index.backend()
+        backend = memory._parts.index.backend()
         turns, _ = backend.scroll(Where(equals={"grain": "turn"}), limit=10)
         ids = [r.id for r in turns]
         # A point written before recall marked questions and news carries no mark.
@@ -267,7 +267,7 @@ def test_an_older_directory_has_its_turn_points_marked_again_without_embedding_t
     monkeypatch.setattr(EMB, "embed_documents", lambda texts: embedded.extend(texts) or real(texts))
     with _open(data) as memory:
         assert memory.flush(timeout=60)
-        points = memory._index.backend().retrieve(ids)
+        points = memory._parts.index.backend().retrieve(ids)
         asks = {r.payload.get("asks") for r in points}
         assert asks == {1.0, 0.0}  # the user's question; the replies say something first
         news = sorted(r.payload.get("news") for r in points)
@@ -284,11 +284,11 @@ from langchain_tiered_memory.embeddings import HashingEmbeddings
 from langchain_tiered_memory.index.recall_index import RecallIndex
 
 memory = TieredMemory({data!r}, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings())
-print(memory.remember("alice", "user: my bank is Lunar Credit Union"), flush=True)
-memory.remember("bob", "user: my bank is Lunar Credit Union too")
+print(memory.memories.remember("alice", "user: my bank is Lunar Credit Union"), flush=True)
+memory.memories.remember("bob", "user: my bank is Lunar Credit Union too")
 # Die between the database's delete and the index's: the points are left behind.
 RecallIndex.resume_forgets = lambda self: os._exit(9)
-memory.forget(user_id="alice")
+memory.admin.forget(user_id="alice")
 """
 
 
@@ -299,12 +299,12 @@ def test_a_forget_killed_between_the_layers_finishes_on_the_next_open(tmp_path):
     assert proc.returncode == 9, proc.stderr
     with _open(data) as memory:
         # The records went in the forget's one transaction; the journal kept what is left.
-        assert memory.list_memories("alice") == []
+        assert memory.memories.list("alice") == []
         assert memory.flush(timeout=60)
-        backend = memory._index.backend()
+        backend = memory._parts.index.backend()
         assert backend.count(Where(equals={"user": tenant_key("alice")})) == 0
         assert backend.count(Where(equals={"user": tenant_key("bob")})) == 1
-        assert memory.stats()["index"]["forgets_pending"] == 0
+        assert memory.admin.stats()["index"]["forgets_pending"] == 0
 
 
 HOLDER = """
@@ -313,17 +313,17 @@ from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.embeddings import HashingEmbeddings
 
 memory = TieredMemory({data!r}, MemoryConfig(job_mode="background"), embeddings=HashingEmbeddings())
-memory.remember("alice", "user: I like oolong tea")  # opens the index: this process holds it
+memory.memories.remember("alice", "user: I like oolong tea")  # opens the index: this process holds it
 print("holding", flush=True)
 for line in sys.stdin:
     command = line.strip()
     if command == "search":
         memory.flush(timeout=60)
-        hits = memory.search("bob", "the user lives in Porto", k=3, peek=True)
+        hits = memory.memories.search("bob", "the user lives in Porto", k=3, peek=True)
         print("FOUND", [h.entry.content for h in hits], flush=True)
     elif command == "forgets":
         memory.flush(timeout=60)
-        print("FORGETS", memory.stats()["index"]["forgets_pending"], flush=True)
+        print("FORGETS", memory.admin.stats()["index"]["forgets_pending"], flush=True)
     elif command == "quit":
         break
 memory.close()
@@ -360,7 +360,7 @@ def test_a_second_process_shares_the_directory_and_leaves_the_index_to_its_holde
         assert errors == []
         # B runs its jobs (extraction needs no index) and does not wait for the holder.
         assert memory.flush(timeout=60)
-        stats = memory.stats()
+        stats = memory.admin.stats()
         assert stats["jobs"]["failed"] == 0 and stats["jobs"]["pending"] == 0 and stats["jobs"]["done"] >= 4
         assert "qdrant_url=" in stats["index"]["held_elsewhere"]
         # The context of a process without the index is the other sections, marked degraded.
@@ -368,10 +368,10 @@ def test_a_second_process_shares_the_directory_and_leaves_the_index_to_its_holde
         assert context.degraded and "memories" in context.degraded[0] and "qdrant_url=" in context.degraded[0]
         assert "Porto" in context.memory_block  # the entities section still answers
         with pytest.raises(ShardLockedError, match="qdrant_url="):
-            memory.search("bob", "where does Bob live?")
+            memory.memories.search("bob", "where does Bob live?")
         # A forget here deletes the records now and leaves the points to the holder.
-        memory.remember("carol", "user: I am Carol")
-        assert memory.forget(user_id="carol")["memories"] == 1
+        memory.memories.remember("carol", "user: I am Carol")
+        assert memory.admin.forget(user_id="carol")["memories"] == 1
         # The holder indexes B's records and finishes B's forget.
         holder.stdin.write("search\n")
         holder.stdin.flush()
@@ -386,10 +386,10 @@ def test_a_second_process_shares_the_directory_and_leaves_the_index_to_its_holde
         holder.wait(timeout=30)
         # Once the holder has gone, B takes the index over.
         deadline = time.monotonic() + 30
-        while memory.stats()["index"]["held_elsewhere"] and time.monotonic() < deadline:
+        while memory.admin.stats()["index"]["held_elsewhere"] and time.monotonic() < deadline:
             time.sleep(0.5)
             memory.flush(timeout=10)
-        assert "Porto" in memory.search("bob", "the user lives in Porto", k=3)[0].entry.content
+        assert "Porto" in memory.memories.search("bob", "the user lives in Porto", k=3)[0].entry.content
         assert not memory.before_turn("bob", "bob-0", query="where does Bob live?").degraded
         memory.close()
     finally:
@@ -400,16 +400,16 @@ def test_a_second_process_shares_the_directory_and_leaves_the_index_to_its_holde
 def test_two_memory_objects_in_one_process_share_the_shard(tmp_path, caplog):
     data = tmp_path / "memory"
     first = _open(data)
-    first.remember("alice", "user: I keep bees")
+    first.memories.remember("alice", "user: I keep bees")
     with caplog.at_level("WARNING", logger="langchain_tiered_memory"):
         second = _open(data)  # a notebook cell run twice
     # The shard the first one created is whole: the second does not rebuild it.
     assert "rebuilding" not in caplog.text
-    assert second.search("alice", "bees")[0].entry.content == "user: I keep bees"
-    second.remember("alice", "user: I also keep chickens")
-    assert first.search("alice", "chickens")[0].entry.content == "user: I also keep chickens"
+    assert second.memories.search("alice", "bees")[0].entry.content == "user: I keep bees"
+    second.memories.remember("alice", "user: I also keep chickens")
+    assert first.memories.search("alice", "chickens")[0].entry.content == "user: I also keep chickens"
     first.close()
-    assert second.search("alice", "bees")  # still open for the second
+    assert second.memories.search("alice", "bees")  # still open for the second
     second.close()
 
 
@@ -420,21 +420,21 @@ def test_a_directory_of_version_0_1_moves_its_memories_into_the_database(tmp_pat
         archive.extractall(data, filter="data")
     assert (data / "qdrant" / "memories" / "shard").is_dir()
     with _open(data) as memory:
-        contents = {e.content: e for e in memory.list_memories("alice")}
+        contents = {e.content: e for e in memory.memories.list("alice")}
         assert set(contents) == {
             "Alice books aisle seats on planes", "user: I prefer window seats on trains",
             "The user's name is Alice.", "The user prefers green tea.", "The user lives in Paris.",
         }
         assert contents["user: I prefer window seats on trains"].metadata == {"src": "manual"}
-        assert [e.content for e in memory.list_memories("bob")] == ["user: my sister lives in Porto"]
+        assert [e.content for e in memory.memories.list("bob")] == ["user: my sister lives in Porto"]
         # The store put is a store item again, its metadata no longer carrying the address.
         item = memory.store.get(("memories", "alice"), "seat-pref")
         assert item.value == {"content": "Alice books aisle seats on planes", "importance": 0.7}
         assert contents["Alice books aisle seats on planes"].metadata == {}
         assert memory.store.get(("profiles", "alice"), "p").value == {"tz": "Europe/Paris"}
         assert memory.flush(timeout=60)
-        assert memory.search("alice", "window seats trains", k=1)[0].entry.content.startswith("user: I prefer")
-        assert memory.search_episodes("alice", "green tea Paris")
+        assert memory.memories.search("alice", "window seats trains", k=1)[0].entry.content.startswith("user: I prefer")
+        assert memory.episodes.search("alice", "green tea Paris")
     # The old shards held text: they are gone, overwritten first.
     assert not (data / "qdrant" / "memories").exists() and not (data / "qdrant" / "episodes").exists()
     assert _hits(data, "window seats") == [] or all(h.startswith("memory.db") for h in _hits(data, "window seats"))
@@ -443,7 +443,7 @@ def test_a_directory_of_version_0_1_moves_its_memories_into_the_database(tmp_pat
 def test_an_emptied_database_beside_its_index_is_refused(tmp_path):
     data = tmp_path / "memory"
     with _open(data) as memory:
-        memory.remember("alice", "user: I have a cat")
+        memory.memories.remember("alice", "user: I have a cat")
     (data / "memory.db").write_bytes(b"")
     for side in ("memory.db-wal", "memory.db-shm"):
         (data / side).unlink(missing_ok=True)
@@ -454,5 +454,5 @@ def test_an_emptied_database_beside_its_index_is_refused(tmp_path):
         _open(data)
     shutil.rmtree(data / "qdrant")
     with _open(data) as memory:
-        assert memory.stats()["memories"] == 0
+        assert memory.admin.stats()["memories"] == 0
 

@@ -78,12 +78,12 @@ def test_a_new_database_gets_the_schema_once(pg):
     url = pg.new_database(schema=False)
     try:
         with _open(url) as m:
-            assert m.storage.is_new and m.data_dir is None
+            assert m._parts.storage.is_new and m.data_dir is None
             m.after_turn("u", "t", [HumanMessage("hi")])
-            assert m.stats()["data_dir"] == url  # where the data lives (no password to hide here)
+            assert m.admin.stats()["data_dir"] == url  # where the data lives (no password to hide here)
         with _open(url) as m:
-            assert not m.storage.is_new
-            assert [x.text for x in m.get_messages("u", "t")] == ["hi"]
+            assert not m._parts.storage.is_new
+            assert [x.text for x in m.threads.messages("u", "t")] == ["hi"]
         assert _sql(url, "SELECT application, version FROM tiered_memory_schema") == [
             ("langchain-tiered-memory", max(MIGRATIONS))
         ]
@@ -143,8 +143,8 @@ def test_text_sorts_by_code_point_whatever_the_locale(pg_url):
     # "B" < "a" < "é" by code point (SQLite's order); a locale collation would say a < B < é.
     with _open(pg_url) as m:
         for name in ("é", "a", "B"):
-            m.storage.store_items.put(("ns",), name, {"v": name}, now="2026-01-01T00:00:00+00:00")
-        with m.storage.db.read() as tx:
+            m._parts.storage.store_items.put(("ns",), name, {"v": name}, now="2026-01-01T00:00:00+00:00")
+        with m._parts.storage.db.read() as tx:
             assert tx.column("SELECT key FROM store_items ORDER BY key") == ["B", "a", "é"]
 
 
@@ -161,11 +161,11 @@ def test_a_user_exported_from_sqlite_imports_into_postgresql_unchanged(tmp_path,
         data = source.export_user("alice")
     assert all(data[k] for k in ("threads", "messages", "entities", "memories", "episodes", "store_items"))
     with _open(pg_url) as target:
-        counts = target.import_user("alice", data)
+        counts = target.admin.import_user("alice", data)
         assert {k: counts[k] for k in data} == {k: len(v) for k, v in data.items()}
-        assert target.export_user("alice") == data
-        assert target.entity("alice", "alice").attributes["location"] == "Lisbon"
-        assert [h.entry.content for h in target.search("alice", "window seats", k=1)] == [
+        assert target.admin.export_user("alice") == data
+        assert target.entities.get("alice", "alice").attributes["location"] == "Lisbon"
+        assert [h.entry.content for h in target.memories.search("alice", "window seats", k=1)] == [
             "user: I prefer window seats"
         ]
 
@@ -174,11 +174,11 @@ def _readable(m: TieredMemory, user: str) -> dict:
     """What a user reads back through the public API, every layer (no read here counts as a
     recall: search and recall are asked after)."""
     return {
-        "threads": [(t, [msg.model_dump() for msg in m.get_messages(user, t.thread_id)]) for t in m.threads(user)],
-        "summaries": {t.thread_id: m.summary(user, t.thread_id) for t in m.threads(user)},
-        "entities": {e.name: m.entity(user, e.name) for e in m.entities(user)},
-        "memories": sorted((e.model_dump() for e in m.list_memories(user)), key=lambda d: d["id"]),
-        "episodes": [h.episode for h in m.search_episodes(user)],
+        "threads": [(t, [msg.model_dump() for msg in m.threads.messages(user, t.thread_id)]) for t in m.threads.list(user)],
+        "summaries": {t.thread_id: m.threads.summary(user, t.thread_id) for t in m.threads.list(user)},
+        "entities": {e.name: m.entities.get(user, e.name) for e in m.entities.list(user)},
+        "memories": sorted((e.model_dump() for e in m.memories.list(user)), key=lambda d: d["id"]),
+        "episodes": [h.episode for h in m.episodes.search(user)],
         "store": [(i.namespace, i.key, i.value, i.created_at, i.updated_at)
                   for ns in (("profiles", user), ("memories", user), ("cache", user))
                   for i in m.store.search(ns, limit=100)],
@@ -227,19 +227,19 @@ def test_a_user_exported_from_postgresql_imports_into_either_backend_unchanged(p
     }
 
     with make_memory(config, embeddings=HashingEmbeddings()) as target:
-        counts = target.import_user("alice", data)
+        counts = target.admin.import_user("alice", data)
         assert {k: counts[k] for k in layers} == {k: len(v) for k, v in data.items()}
-        assert target.export_user("alice") == data  # every row of every layer, as exported
+        assert target.admin.export_user("alice") == data  # every row of every layer, as exported
         assert _readable(target, "alice") == before
-        assert target.entity("alice", "alice").attributes["location"] == "Porto"
-        assert [v.value for v in target.entity("alice", "alice").history["location"]] == ["Lisbon", "Porto"]
+        assert target.entities.get("alice", "alice").attributes["location"] == "Porto"
+        assert [v.value for v in target.entities.get("alice", "alice").history["location"]] == ["Lisbon", "Porto"]
         # The vectors were built again on the target: memories, episodes and store items rank.
-        assert [h.entry.content for h in target.search("alice", "window seats", k=1)] == ["user: I prefer window seats"]
-        assert target.search_episodes("alice", "museum azulejos")
+        assert [h.entry.content for h in target.memories.search("alice", "window seats", k=1)] == ["user: I prefer window seats"]
+        assert target.episodes.search("alice", "museum azulejos")
         assert [i.key for i in target.store.search(("profiles", "alice"), query="speaks Portuguese", limit=1)] == ["lang"]
         # The restored thread is live: the next turn continues its log.
         target.after_turn("alice", "t2", [HumanMessage("And I work as a nurse.")])
-        assert [m.text for m in target.get_messages("alice", "t2")][-1] == "And I work as a nurse."
+        assert [m.text for m in target.threads.messages("alice", "t2")][-1] == "And I work as a nurse."
 
 
 # --- many processes on one database -------------------------------------------------------------
@@ -312,7 +312,7 @@ m = open_memory(sys.argv[1], model, job_lease_seconds=2.0, llm_timeout_seconds=1
 m.after_turn("u", "t", [HumanMessage("My name is Alice and I live in Paris.", id="h1"), AIMessage("Hello Alice!", id="a1")])
 while model.calls == 0:
     time.sleep(0.01)
-print(m._jobs.worker_id, flush=True)
+print(m._parts.jobs.worker_id, flush=True)
 time.sleep(600)
 """
 
@@ -338,10 +338,10 @@ def test_a_worker_killed_mid_job_loses_its_lease_and_another_finishes_the_job_on
                 pg_url, "SELECT status, attempts, leased_by FROM jobs"
             )
             assert (status, attempts) == ("done", 2)
-            assert leased_by == other._jobs.worker_id != killed_worker
+            assert leased_by == other._parts.jobs.worker_id != killed_worker
             assert model.calls == 1
-            assert other.entity("u", "alice").attributes == {"location": "Paris"}
-            assert len(other.get_messages("u", "t")) == 2
+            assert other.entities.get("u", "alice").attributes == {"location": "Paris"}
+            assert len(other.threads.messages("u", "t")) == 2
             assert time.time() - killed_at < 30
     finally:
         if proc.poll() is None:
@@ -396,31 +396,31 @@ def test_a_lease_of_a_worker_on_another_host_is_taken_over_only_once_it_expires(
         app.after_turn("u", "t", [HumanMessage("My name is Alice and I live in Paris.", id="h1"),
                                   AIMessage("Hello Alice!", id="a1")])
         # ... and a worker on another machine claims the job, then goes silent mid-job.
-        job = app.storage.jobs.claim(ELSEWHERE, lease, max_attempts=3)
+        job = app._parts.storage.jobs.claim(ELSEWHERE, lease, max_attempts=3)
         assert job is not None and job.kind == "extract"
-        [row] = app.storage.jobs.rows()
+        [row] = app._parts.storage.jobs.rows()
         lease_until = row.lease_until
         assert (row.status, row.leased_by, row.attempts) == ("running", ELSEWHERE, 1)
 
     with make_memory(MemoryConfig(job_mode="background", **config), model=model) as other:
         holder.append(other)
-        assert other._jobs.counts()["running"] == 1  # not "stale": its host may be up
+        assert other._parts.jobs.counts()["running"] == 1  # not "stale": its host may be up
         # Before the lease runs out, the background worker leaves the job alone.
         while time.time() < lease_until - 0.3:
-            [row] = other.storage.jobs.rows()
+            [row] = other._parts.storage.jobs.rows()
             assert (row.status, row.leased_by, row.attempts, row.lease_until) == (
                 "running", ELSEWHERE, 1, lease_until), "the job was taken before its lease ran out"
             assert model.calls == 0
             time.sleep(0.1)
         # After, it takes the job over and finishes it, once.
         assert other.flush(timeout=10)
-        [row] = other.storage.jobs.rows()
-        assert (row.status, row.leased_by, row.attempts) == ("done", other._jobs.worker_id, 2)
+        [row] = other._parts.storage.jobs.rows()
+        assert (row.status, row.leased_by, row.attempts) == ("done", other._parts.jobs.worker_id, 2)
         assert model.calls == 1 and asked_at[0] >= lease_until
         assert late == [False, False]
-        assert committed == [other._jobs.worker_id]  # the results were committed once, by it
-        assert other.entity("u", "alice").attributes == {"location": "Paris"}
-        assert [m.content for m in other.list_memories("u")] == ["The user lives in Paris."]
+        assert committed == [other._parts.jobs.worker_id]  # the results were committed once, by it
+        assert other.entities.get("u", "alice").attributes == {"location": "Paris"}
+        assert [m.content for m in other.memories.list("u")] == ["The user lives in Paris."]
         assert other.flush(timeout=5) and model.calls == 1
-        [row] = other.storage.jobs.rows()
-        assert (row.status, row.leased_by, row.attempts) == ("done", other._jobs.worker_id, 2)
+        [row] = other._parts.storage.jobs.rows()
+        assert (row.status, row.leased_by, row.attempts) == ("done", other._parts.jobs.worker_id, 2)

@@ -31,10 +31,10 @@ def memory(tmp_path, minilm):
 def test_the_drink_question_finds_the_tea_and_recalls_cannot_snowball(memory):
     memory.after_turn("u1", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
     memory.flush()
-    assert len(memory.list_memories("u1")) == 3  # name, home, drink: the offline rules
+    assert len(memory.memories.list("u1")) == 3  # name, home, drink: the offline rules
 
     def first(query: str) -> str:
-        return memory.search("u1", query, k=3)[0].entry.content
+        return memory.memories.search("u1", query, k=3)[0].entry.content
 
     assert "tea" in first("what does the user like to drink")
     for _ in range(10):  # each search boosts what it returns: the home memory, ten times
@@ -46,9 +46,9 @@ def test_an_unrelated_query_returns_nothing_at_the_default_threshold(memory):
     memory.after_turn("u1", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea."),
                                    AIMessage("Noted, Alice.")])
     memory.flush()
-    assert memory.search("u1", "how do I change a bicycle tyre", k=5) == []
+    assert memory.memories.search("u1", "how do I change a bicycle tyre", k=5) == []
     assert memory.recall("u1", "how do I change a bicycle tyre", k=5) == []
-    hits = memory.search("u1", "what does the user like to drink", k=5, explain=True)
+    hits = memory.memories.search("u1", "what does the user like to drink", k=5, explain=True)
     assert hits and all(h.parts.relevance >= memory.config.score_threshold for h in hits)
 
 
@@ -71,10 +71,10 @@ def test_an_update_comes_first_and_the_old_value_stays_in_history(memory):
     memory.after_turn("u", "s2", [HumanMessage("Big news: we moved to Lisbon!"), AIMessage("Congratulations!")],
                       at=t0 + timedelta(days=90))
     memory.flush()
-    hits = memory.search("u", "which city does the user live in", k=5)
+    hits = memory.memories.search("u", "which city does the user live in", k=5)
     assert "Lisbon" in hits[0].entry.content
     assert all("Paris" not in h.entry.content for h in hits)  # superseded: out of default recall
-    history = {e.content: e for e in memory.list_memories("u")}
+    history = {e.content: e for e in memory.memories.list("u")}
     old, new = history["The user lives in Paris."], history["The user lives in Lisbon."]
     assert old.valid_to == new.valid_from == t0 + timedelta(days=90) and old.superseded_by == new.id
     assert new.current and not old.current
@@ -143,7 +143,7 @@ def test_a_relative_date_finds_the_turn_of_that_session(memory):
     for day, when in days.items():
         message = HumanMessage(said[day])
         memory.after_turn("u", f"session-{day}", [message, AIMessage("Sounds good.")], at=when)
-        ids[day] = memory.get_messages("u", f"session-{day}")[0].id
+        ids[day] = memory.threads.messages("u", f"session-{day}")[0].id
     asked = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)  # the Thursday after
     [first, *_] = memory.recall("u", "What was I up to last weekend?", k=3, at=asked)
     assert ids["sat"] in first.message_ids and first.at.date() == days["sat"].date()
@@ -184,7 +184,7 @@ def test_a_pastime_taken_up_is_a_dated_hobby_and_the_newest_comes_first(memory):
     asked, question = t0 + timedelta(days=70), "What's my main hobby these days?"
     [first, *rest] = memory.recall("u", question, k=3, grains=["fact"], at=asked)
     assert first.text.startswith("The user's hobby is pottery") and first.at.date() == (t0 + timedelta(days=60)).date()
-    assert memory.get_messages("u", "s3")[0].id in first.message_ids
+    assert memory.threads.messages("u", "s3")[0].id in first.message_ids
     assert any("archery" in e.text for e in rest)  # kept, behind the newer one
     block = memory.before_turn("u", "q", query=question, at=asked).memory_block
     quoted = block[block.index("## memories"):]
@@ -210,7 +210,7 @@ def test_every_hit_names_its_messages_and_forgetting_them_removes_the_hits(memor
     hits = memory.recall("u", "what is my locker code", k=5)
     assert hits and "m1" in hits[0].message_ids
     assert {e.grain for e in hits} <= {"fact", "turn", "window"}
-    memory.forget(thread_id="t")
+    memory.admin.forget(thread_id="t")
     assert all("4471" not in e.text for e in memory.recall("u", "what is my locker code", k=5))
     assert memory.recall("u", "which music do I like", k=1)[0].message_ids == ("m3",)
 
@@ -239,8 +239,8 @@ def test_a_matching_turn_is_quoted_with_its_neighbours(either):
     assert block.index("Remains of the Day") < block.index("made me cry") < block.index("Want another one")
     # The neighbours of matches in several threads are read in one query, each thread's own.
     memory.after_turn("u", "other", [HumanMessage(f"line {i}") for i in range(4)], at=when)
-    units = memory.storage.units
-    keys = [memory.storage.threads.get(t).key for t in ("old", "other")]
+    units = memory._parts.storage.units
+    keys = [memory._parts.storage.threads.get(t).key for t in ("old", "other")]
     found = units.spoken_many([(keys[0], [0, 3, 99]), (keys[1], [2, 1]), (keys[0], [1])])
     assert {k: [r[0] for r in rows] for k, rows in found.items()} == {keys[0]: [0, 1, 3], keys[1]: [1, 2]}
     assert json.loads(found[keys[1]][0][3])["data"]["content"] == "line 1"
@@ -251,7 +251,7 @@ def test_a_question_about_my_brother_reaches_what_was_said_of_him_by_name(memory
     memory.after_turn("u", "s2", [HumanMessage("Zeno adopted a guinea pig called Biscuit."), AIMessage("Cute!")])
     memory.after_turn("u", "s3", [HumanMessage("My neighbour keeps chickens."), AIMessage("Fresh eggs!")])
     memory.flush()
-    assert memory.entity("u", "Zeno").attributes["relation_to_user"] == "brother"
+    assert memory.entities.get("u", "Zeno").attributes["relation_to_user"] == "brother"
     evidence = memory.recall("u", "What pet does my brother have?", k=3)
     assert any("guinea pig" in e.text for e in evidence)
 
@@ -330,7 +330,7 @@ def test_overlapping_evidence_is_quoted_once_in_the_order_it_was_said(memory):
         assert section.text.count(text) == 1, section.text
     assert (section.text.index("planning a hiking trip") < section.text.index("Rifugio Lagazuoi")
             < section.text.index("stay in Cortina"))
-    assert section.tokens == memory.counter.count_text(section.text)
+    assert section.tokens == memory.admin.counter.count_text(section.text)
 
 
 def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budget():
@@ -387,10 +387,10 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
     for i, text in enumerate(said):
         memory.after_turn("u", f"s{i % 3}", [HumanMessage(text), AIMessage("Noted, thanks for telling me.")],
                           at=t0 + timedelta(days=3 * i))
-    memory.remember("u", "The user is allergic to peanuts.", "fact", 0.9)
+    memory.memories.remember("u", "The user is allergic to peanuts.", "fact", 0.9)
     for i, text in enumerate(["The user lives in Lisbon.", "The user's sister Ines is a nurse.",
                               "The user drinks coffee now.", "The user's cat is called Miso."]):
-        memory.remember("u", text, "fact", 0.1 + 0.25 * i)  # low priors: bounds well above scores
+        memory.memories.remember("u", text, "fact", 0.1 + 0.25 * i)  # low priors: bounds well above scores
     for thread in ("s0", "s1", "s2"):
         memory.end_session("u", thread)  # episodes: the session grain too
     memory.flush()
@@ -420,7 +420,7 @@ def test_recall_returns_the_grains_asked_for_and_no_others(memory):
     memory.after_turn("u", "s", [HumanMessage("I keep bees on the roof of our flat in Lyon."),
                                  AIMessage("Bees on a roof in Lyon, lovely.")])
     memory.after_turn("u", "s", [HumanMessage("The roof bees made honey this week."), AIMessage("Sweet!")])
-    memory.remember("u", "The user keeps bees on the roof.", "fact", 0.7)
+    memory.memories.remember("u", "The user keeps bees on the roof.", "fact", 0.7)
     memory.end_session("u", "s")
     memory.flush()
     seen: set[str] = set()

@@ -110,12 +110,12 @@ def test_update_phrasings_supersede_in_search_and_in_the_profile(memory, before,
     memory.after_turn("u", "t1", [HumanMessage(before), AIMessage("Noted.")], at=T0)
     memory.after_turn("u", "t2", [HumanMessage(after), AIMessage("Noted.")], at=T0 + timedelta(days=40))
     memory.flush()
-    found = [h.entry.content for h in memory.search("u", question, k=5)]
+    found = [h.entry.content for h in memory.memories.search("u", question, k=5)]
     assert new in found[0]
     assert not any(old in f and new not in f for f in found)  # the old value is kept for history only
-    history = [m.content for m in memory.list_memories("u") if m.valid_to is not None]
+    history = [m.content for m in memory.memories.list("u") if m.valid_to is not None]
     assert any(old in h for h in history)
-    profile = memory.entity("u", "user")
+    profile = memory.entities.get("u", "user")
     assert profile is not None
     values = [v.value for v in profile.history[attribute]]
     assert len(values) == 2 and profile.history[attribute][0].superseded_at is not None

@@ -50,7 +50,7 @@ def _open(tmp_path, model, clock=None, callbacks=None, **config):
     config.setdefault("job_backoff_seconds", 0.0)
     m = TieredMemory(tmp_path / "m", MemoryConfig(**config), model=model, callbacks=callbacks)
     if clock is not None:
-        m._clock = clock
+        m._parts.clock = clock
     return m
 
 
@@ -69,7 +69,7 @@ def test_each_job_records_calls_tokens_time_and_method_per_user_and_day(tmp_path
         model.default = episode_tool_call("Bob liked tea.")
         model.default.usage_metadata = {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60}
         m.end_session("bob", "b1")
-        stats = m.stats()
+        stats = m.admin.stats()
     usage = stats["usage"]
     assert usage["total"] == {"jobs": 4, "calls": 4, "input_tokens": 350, "output_tokens": 70,
                               "total_tokens": 420, "duration_s": usage["total"]["duration_s"]}
@@ -88,7 +88,7 @@ def test_a_failed_attempt_is_paid_for_and_recorded(tmp_path):
     with _open(tmp_path, model, job_max_attempts=2) as m:
         _turn(m, "alice", "a1", 1)
         assert m.flush(timeout=30)
-        stats = m.stats()
+        stats = m.admin.stats()
     assert stats["jobs"]["done"] == 1 and stats["jobs"]["failed"] == 0
     assert stats["usage"]["total"]["calls"] == 2 and stats["usage"]["total"]["input_tokens"] == 180
 
@@ -121,7 +121,7 @@ def test_over_budget_jobs_wait_and_run_when_the_hour_frees(tmp_path):
             _turn(m, "alice", "a1", n)
         assert model.calls == 2
         assert m.flush(timeout=5)  # returns: it does not wait an hour for the budget
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["pending"] == 1 and stats["jobs"]["failed"] == 0
         assert stats["budget"]["waiting_jobs"] == 1
         # The oldest call (at T0) ages out first: the budget frees one hour after it.
@@ -131,12 +131,12 @@ def test_over_budget_jobs_wait_and_run_when_the_hour_frees(tmp_path):
         _turn(m, "bob", "b1", 1)
         assert model.calls == 3
         # Every message is stored already.
-        assert len(m.get_messages("alice", "a1")) == 6
+        assert len(m.threads.messages("alice", "a1")) == 6
         clock.now = T0 + timedelta(minutes=59)
         assert m.flush(timeout=5) and model.calls == 3
         clock.now = T0 + timedelta(hours=1, seconds=1)
         assert m.flush(timeout=30)
-        stats = m.stats()
+        stats = m.admin.stats()
     assert model.calls == 4
     assert stats["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": 4, "failed": 0}
     assert stats["budget"]["waiting_jobs"] == 0
@@ -149,10 +149,10 @@ def test_a_global_token_budget_holds_every_user(tmp_path):
         _turn(m, "alice", "a1", 1)
         _turn(m, "bob", "b1", 1)
         _turn(m, "carol", "c1", 1)  # 1,000 tokens spent: carol waits
-        assert model.calls == 2 and m.stats()["budget"]["waiting_jobs"] == 1
+        assert model.calls == 2 and m.admin.stats()["budget"]["waiting_jobs"] == 1
         clock.now = T0 + timedelta(hours=1, minutes=1)
         assert m.flush(timeout=30)
-        assert model.calls == 3 and m.stats()["jobs"]["done"] == 3
+        assert model.calls == 3 and m.admin.stats()["jobs"]["done"] == 3
 
 
 def test_the_offline_extractor_is_never_held(tmp_path, monkeypatch):
@@ -161,7 +161,7 @@ def test_the_offline_extractor_is_never_held(tmp_path, monkeypatch):
     with _open(tmp_path, None, budget={"calls_per_hour": 1}) as m:
         for n in range(3):
             _turn(m, "alice", "a1", n)
-        stats = m.stats()
+        stats = m.admin.stats()
     assert stats["jobs"]["done"] == 3 and stats["budget"]["waiting_jobs"] == 0
     assert stats["usage"]["total"]["calls"] == 0
 
@@ -171,8 +171,8 @@ def test_forgetting_a_user_deletes_their_usage(tmp_path):
     with _open(tmp_path, model) as m:
         _turn(m, "alice", "a1", 1)
         _turn(m, "bob", "b1", 1)
-        m.forget(user_id="alice")
-        usage = m.stats()["usage"]
+        m.admin.forget(user_id="alice")
+        usage = m.admin.stats()["usage"]
     assert list(usage["by_user"]) == ["bob"] and usage["total"]["calls"] == 1
 
 
@@ -235,7 +235,7 @@ def test_a_model_from_the_environment_gets_a_default_spend_budget(tmp_path, monk
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     with TieredMemory(tmp_path / "m", {"job_mode": "manual", **config}) as m:
-        stats = m.stats()
+        stats = m.admin.stats()
     assert stats["budget"]["limits"] == limits
     assert stats["extractor"] != "offline" or not env
     if limits and "budget" not in config:
@@ -245,7 +245,7 @@ def test_a_model_from_the_environment_gets_a_default_spend_budget(tmp_path, monk
 def test_a_model_passed_in_keeps_its_configured_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with _open(tmp_path, ScriptedChatModel(default=answer())) as m:
-        assert m.stats()["budget"]["limits"] == {}
+        assert m.admin.stats()["budget"]["limits"] == {}
 
 
 def test_the_default_budget_holds_jobs_of_a_model_from_the_environment(tmp_path, monkeypatch):
@@ -255,17 +255,17 @@ def test_the_default_budget_holds_jobs_of_a_model_from_the_environment(tmp_path,
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     clock = Clock(T0)
     with TieredMemory(tmp_path / "m", {"job_mode": "inline", "job_backoff_seconds": 0.0}) as m:
-        assert isinstance(m.extractor.model, ChatOpenAI)  # the environment's model
-        m._clock = clock
+        assert isinstance(m.admin.extractor.model, ChatOpenAI)  # the environment's model
+        m._parts.clock = clock
         # Stand the environment's model in for a scripted one that spends 120k tokens a call:
         # the budget is what is under test, not OpenAI.
-        m._extractor = type(m.extractor)(ScriptedChatModel(default=answer(100_000, 20_000)), counter=m.counter)
+        m._parts._extractor = type(m.admin.extractor)(ScriptedChatModel(default=answer(100_000, 20_000)), counter=m.admin.counter)
         m.after_turn("u", "t", [HumanMessage("I like tea.")])
         m.after_turn("v", "t2", [HumanMessage("I like coffee.")])
         m.after_turn("w", "t3", [HumanMessage("I like cocoa.")])
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["done"] == 2 and stats["jobs"]["failed"] == 0
         assert stats["budget"]["waiting_jobs"] == 1 and stats["budget"]["frees_at"] is not None
         clock.now = T0 + timedelta(hours=1, minutes=1)
         m.flush(timeout=30)
-        assert m.stats()["jobs"]["done"] == 3
+        assert m.admin.stats()["jobs"]["done"] == 3

@@ -71,7 +71,7 @@ from langchain_tiered_memory import MemoryConfig, SpendBudget, TieredMemory, Tie
 
 def run() -> int:
     with TieredMemory("./m", MemoryConfig(budget=SpendBudget(tokens_per_hour=1000))) as memory:
-        ids: list[str] = memory.remember_many("alice", [{"content": "x"}])
+        ids: list[str] = memory.memories.remember_many("alice", [{"content": "x"}])
         middleware = TieredMemoryMiddleware(memory)
         tools = create_memory_tools(memory)
         return len(ids) + len(tools) + (1 if middleware else 0)

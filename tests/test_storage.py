@@ -30,7 +30,7 @@ def test_messages_survive_reopening(data_dir, small_config):
         after = m.before_turn("u", "t").window
         assert [(x.type, x.text, x.id) for x in after] == [(x.type, x.text, x.id) for x in before]
         assert after[0].id == "h1"
-        assert m.threads("u")[0].messages == 2
+        assert m.threads.list("u")[0].messages == 2
 
 
 def test_the_file_is_wal_and_versioned(data_dir):
@@ -127,7 +127,7 @@ def test_an_empty_file_is_a_new_memory(data_dir):
     (data_dir / "memory.db").write_bytes(b"")
     with TieredMemory(data_dir) as m:
         m.after_turn("u", "t", [HumanMessage("hi")])
-        assert len(m.get_messages("u", "t")) == 1
+        assert len(m.threads.messages("u", "t")) == 1
 
 
 def test_unusable_data_dirs(tmp_path):
@@ -196,11 +196,11 @@ def test_two_threads_and_two_processes_append_to_one_file(data_dir):
             t.join()
         assert [p.wait(timeout=300) for p in procs] == [0, 0]
         assert not errors
-        log = m.get_messages("u", "shared")[1:]
+        log = m.threads.messages("u", "shared")[1:]
         assert len(log) == 4 * n
         _check_order(log, ["thread0", "thread1", "proc0", "proc1"], n)
         # This process's cached window has caught up with what the others appended.
         ctx = m.before_turn("u", "shared")
         assert ctx.window[-1].id == log[-1].id
     with TieredMemory(data_dir) as m2:
-        assert len(m2.get_messages("u", "shared")) == 4 * n + 1
+        assert len(m2.threads.messages("u", "shared")) == 4 * n + 1

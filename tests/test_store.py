@@ -589,26 +589,26 @@ def test_store_memories_are_the_users_memories(memory):
     store.put(("memories", "bob"), "office", {"content": "Bob works from the Oslo office"})
 
     # A UUID key is the memory's id; another key maps to one, and the entry remembers the key.
-    entry = memory.get_memory("alice", key)
+    entry = memory.memories.get("alice", key)
     assert entry.content == "Alice is allergic to peanuts"
-    listed = {e.content: e for e in memory.list_memories("alice")}
+    listed = {e.content: e for e in memory.memories.list("alice")}
     assert set(listed) == {"Alice is allergic to peanuts", "Alice works from the Lyon office"}
-    assert [h.entry.id for h in memory.search("alice", "allergic to peanuts", k=1)] == [key]
-    assert [h.entry.content for h in memory.search("bob", "Oslo office", k=5)] == ["Bob works from the Oslo office"]
+    assert [h.entry.id for h in memory.memories.search("alice", "allergic to peanuts", k=1)] == [key]
+    assert [h.entry.content for h in memory.memories.search("bob", "Oslo office", k=5)] == ["Bob works from the Oslo office"]
 
     # memory.remember shows up in the store, with what the memory is.
-    made = memory.remember("alice", "Alice prefers window seats", memory_type="preference", importance=0.7)
+    made = memory.memories.remember("alice", "Alice prefers window seats", memory_type="preference", importance=0.7)
     item = store.get(("memories", "alice"), made)
     assert item.value == {"content": "Alice prefers window seats", "memory_type": "preference", "importance": 0.7}
     assert {i.key for i in store.search(("memories", "alice"))} == {key, made, "office"}
     assert [i.key for i in store.search(("memories", "alice", "work"))] == ["office"]
 
     # An edit through the memory API shows in store.get; the rest of the value is kept.
-    memory.update_memory("alice", key, content="Alice is allergic to peanuts and cashews")
+    memory.memories.update("alice", key, content="Alice is allergic to peanuts and cashews")
     assert store.get(("memories", "alice"), key).value == {
         "content": "Alice is allergic to peanuts and cashews", "memory_type": "fact"
     }
-    memory.update_memory("alice", made, importance=0.2)
+    memory.memories.update("alice", made, importance=0.2)
     assert store.get(("memories", "alice"), made).value["importance"] == 0.2
 
     # A put overwrites the memory in place: same id, created_at kept, updated_at moves.
@@ -618,17 +618,17 @@ def test_store_memories_are_the_users_memories(memory):
     after = store.get(("memories", "alice"), key)
     assert after.value == {"content": "Alice is allergic to tree nuts", "importance": 0.9}
     assert after.created_at == before.created_at and after.updated_at > before.updated_at
-    assert memory.get_memory("alice", key).importance == 0.9
-    assert len(memory.list_memories("alice")) == 3
+    assert memory.memories.get("alice", key).importance == 0.9
+    assert len(memory.memories.list("alice")) == 3
 
     assert store.list_namespaces(prefix=("memories",)) == [
         ("memories", "alice"), ("memories", "alice", "work"), ("memories", "bob")
     ]
     store.delete(("memories", "alice"), made)
     assert store.get(("memories", "alice"), made) is None
-    assert [e.content for e in memory.list_memories("alice")].count("Alice prefers window seats") == 0
+    assert [e.content for e in memory.memories.list("alice")].count("Alice prefers window seats") == 0
 
-    memory.forget(user_id="alice")
+    memory.admin.forget(user_id="alice")
     assert store.search(("memories", "alice")) == []
     assert store.get(("memories", "alice", "work"), "office") is None
     assert store.list_namespaces() == [("memories", "bob")]
@@ -641,7 +641,7 @@ def test_near_duplicate_puts_stay_separate_items(memory):
     store.put(("memories", "alice"), "b", {"content": "The user likes green tea!"})
     assert store.get(("memories", "alice"), "a").value == {"content": "The user likes green tea"}
     assert store.get(("memories", "alice"), "b").value == {"content": "The user likes green tea!"}
-    assert len(memory.list_memories("alice")) == 2
+    assert len(memory.memories.list("alice")) == 2
 
 
 def test_langmem_manage_tool_creates_updates_and_deletes(memory):
@@ -650,12 +650,12 @@ def test_langmem_manage_tool_creates_updates_and_deletes(memory):
     config = {"configurable": {"user_id": "alice"}}
     created = tool.invoke({"content": "The user's favourite colour is teal.", "action": "create"}, config)
     memory_id = created.split()[-1]
-    assert memory.get_memory("alice", memory_id).content == "The user's favourite colour is teal."
+    assert memory.memories.get("alice", memory_id).content == "The user's favourite colour is teal."
     tool.invoke({"content": "The user's favourite colour is teal!", "action": "update", "id": memory_id}, config)
-    assert memory.get_memory("alice", memory_id).content == "The user's favourite colour is teal!"
+    assert memory.memories.get("alice", memory_id).content == "The user's favourite colour is teal!"
     assert memory.store.get(("memories", "alice"), memory_id).value == {"content": "The user's favourite colour is teal!"}
     tool.invoke({"action": "delete", "id": memory_id}, config)
-    assert memory.list_memories("alice") == []
+    assert memory.memories.list("alice") == []
 
 
 def test_memories_namespace_refusals(memory):
@@ -895,7 +895,7 @@ def test_semantic_search_on_the_memories_namespace(make_memory, minilm):
             scores = [h.score for h in hits]
             assert scores == sorted(scores, reverse=True)
             assert all(h.namespace == ("memories", "alice") for h in hits)
-            assert memory.search("alice", query, k=1)[0].entry.id == ids[expected]
+            assert memory.memories.search("alice", query, k=1)[0].entry.id == ids[expected]
         hits = memory.store.search(("memories", "alice"), query="what software do they work on?", filter={"area": "work"})
         assert hits and {h.key for h in hits} <= {ids["port"], ids["lang"]}
         assert memory.store.search(("memories", "alice"), query="favourite programming language",
@@ -943,8 +943,8 @@ def test_a_graph_uses_the_store_through_get_store(make_memory):
         out = asyncio.run(graph.ainvoke({"user": "alice", "note": "Alice plays the cello", "found": []}))
         assert out["found"][0] == "Alice plays the cello"  # the best match first
         assert out["found"][-1] == "Alice plays the cello"  # the note
-        assert [h.entry.content for h in memory.search("alice", "cello", k=1)] == ["Alice plays the cello"]
-        assert len(memory.search("bob", "cello")) == 0
+        assert [h.entry.content for h in memory.memories.search("alice", "cello", k=1)] == ["Alice plays the cello"]
+        assert len(memory.memories.search("bob", "cello")) == 0
     with make_memory(INLINE, embeddings=HashingEmbeddings()) as memory:
         assert memory.store.get(("notes", "alice"), "last").value == {"text": "Alice plays the cello"}
-        assert len(memory.list_memories("alice")) == 2
+        assert len(memory.memories.list("alice")) == 2

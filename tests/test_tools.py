@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 import agent_scenario as scenario
-from langchain_tiered_memory import ConfigError, TieredMemory
+from langchain_tiered_memory import ConfigError, TieredMemory, post_model_hook, pre_model_hook
 from langchain_tiered_memory.integrations.tools import create_memory_tools
 from scripted_model import ScriptedChatModel
 
@@ -35,8 +35,8 @@ def agent(memory: TieredMemory, model, tools, *, hooks: bool = True):
         return create_react_agent(
             model,
             tools,
-            pre_model_hook=memory.pre_model_hook if hooks else None,
-            post_model_hook=memory.post_model_hook if hooks else None,
+            pre_model_hook=pre_model_hook(memory) if hooks else None,
+            post_model_hook=post_model_hook(memory) if hooks else None,
         )
 
 
@@ -61,7 +61,7 @@ def test_an_agent_remembers_recalls_and_forgets(data_dir):
         graph = agent(memory, model, create_memory_tools(memory))
         state = graph.invoke({"messages": [HumanMessage("Please note something.")]}, scenario.config("t1"))
         stored = UUID.search(last_tool_text(state["messages"])).group(0)
-        entry = memory.get_memory("alice", stored)
+        entry = memory.memories.get("alice", stored)
         assert (entry.content, entry.memory_type, entry.session_id) == ("The user's sister lives in Porto.", "fact", "t1")
         assert entry.importance >= 0.9  # 0.9, plus the boost of being recalled into the next input
 
@@ -70,7 +70,7 @@ def test_an_agent_remembers_recalls_and_forgets(data_dir):
         assert stored in recalled and "Porto" in recalled
         assert re.search(r"score [01]\.\d\d", recalled)
         assert last_tool_text(state["messages"]) == f"Forgot memory {stored}."
-        assert memory.list_memories("alice") == []
+        assert memory.memories.list("alice") == []
 
 
 def test_tools_act_only_for_the_user_of_the_run(data_dir):
@@ -82,13 +82,13 @@ def test_tools_act_only_for_the_user_of_the_run(data_dir):
         # A user_id slipped into the arguments by the model is not a parameter: ignored.
         answer = tools["remember"].invoke({"content": "The user's PIN hint is 'blue door'.", "user_id": "bob"}, alice)
         alices = UUID.search(answer).group(0)
-        assert memory.get_memory("alice", alices).user_id == "alice"
-        assert memory.list_memories("bob") == []
+        assert memory.memories.get("alice", alices).user_id == "alice"
+        assert memory.memories.list("bob") == []
 
         assert tools["recall"].invoke({"query": "PIN hint blue door"}, bob) == "No memory matches 'PIN hint blue door'."
         refused = tools["forget"].invoke({"memory_id": alices}, bob)
         assert "nothing was deleted" in refused
-        assert memory.get_memory("alice", alices).content == "The user's PIN hint is 'blue door'."
+        assert memory.memories.get("alice", alices).content == "The user's PIN hint is 'blue door'."
         assert alices in tools["recall"].invoke({"query": "PIN hint blue door"}, alice)
 
         with pytest.raises(ConfigError, match="user_id missing"):
@@ -111,7 +111,7 @@ def test_a_bad_call_is_answered_so_the_model_can_fix_it(data_dir):
         assert [m.status for m in answers] == ["error", "error", "success"]
         assert "importance" in answers[0].text and "less than or equal to 1" in answers[0].text
         assert answers[1].text.startswith("Nothing was stored: content is empty")
-        assert [e.content for e in memory.list_memories("alice")] == ["The user runs marathons."]
+        assert [e.content for e in memory.memories.list("alice")] == ["The user runs marathons."]
 
 
 def test_a_run_without_user_id_fails_loudly(data_dir):
@@ -149,7 +149,7 @@ def test_langmem_tools_work_on_memory_store(data_dir):
         state = graph.invoke({"messages": [HumanMessage("Teal is my colour.")]}, scenario.config("t1"))
         created = UUID.search(last_tool_text(state["messages"])).group(0)
         assert last_tool_text(state["messages"]) == f"created memory {created}"
-        assert [h.entry.id for h in memory.search("alice", "favourite colour", k=1)] == [created]
+        assert [h.entry.id for h in memory.memories.search("alice", "favourite colour", k=1)] == [created]
 
         state = graph.invoke({"messages": [HumanMessage("What is my favourite colour?")]}, scenario.config("t1"))
         found = last_tool_text(state["messages"])
@@ -164,4 +164,4 @@ def test_langmem_tools_work_on_memory_store(data_dir):
 
         manage = tools[0]
         assert manage.invoke({"action": "delete", "id": created}, scenario.config("t1")) == f"Deleted memory {created}"
-        assert memory.list_memories("alice") == []
+        assert memory.memories.list("alice") == []

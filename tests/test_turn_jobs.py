@@ -51,12 +51,12 @@ def test_malformed_answers_are_retried_and_the_turn_is_kept(make_memory, bad):
     with make_memory(inline(), model=model) as m:
         result = m.after_turn("u", "t", TURN)
         assert result.stored == 2
-        assert [x.text for x in m.get_messages("u", "t")] == [x.text for x in TURN]
+        assert [x.text for x in m.threads.messages("u", "t")] == [x.text for x in TURN]
         assert m.flush(timeout=30)
         assert model.calls == 2
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["done"] == 1 and stats["jobs"]["failed"] == 0
-        assert m.entity("u", "alice").attributes == {"location": "Paris"}
+        assert m.entities.get("u", "alice").attributes == {"location": "Paris"}
 
 
 def test_a_job_that_keeps_failing_is_marked_failed_with_a_readable_reason(make_memory):
@@ -64,12 +64,12 @@ def test_a_job_that_keeps_failing_is_marked_failed_with_a_readable_reason(make_m
     with make_memory(inline(job_max_attempts=3), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=30)
-        stats = m.stats()
+        stats = m.admin.stats()
         assert stats["jobs"]["failed"] == 1 and model.calls == 3
         reason = stats["failed_jobs"][0]["reason"]
         assert "ExtractionError" in reason and "entities" in reason
         assert stats["failed_jobs"][0]["attempts"] == 3
-        assert len(m.get_messages("u", "t")) == 2  # the turn is never lost
+        assert len(m.threads.messages("u", "t")) == 2  # the turn is never lost
         # The memory keeps working: the next turn is stored and answered from.
         m.after_turn("u", "t", [HumanMessage("still here")])
         assert m.before_turn("u", "t").window[-1].text == "still here"
@@ -82,8 +82,8 @@ def test_a_hang_past_the_timeout_fails_the_attempt_not_the_turn(make_memory):
         m.after_turn("u", "t", TURN)
         assert time.monotonic() - t < 8  # the turn did not wait for the hung call
         assert m.flush(timeout=30)
-        assert m.stats()["jobs"]["done"] == 1
-        assert m.entity("u", "Alice") is not None
+        assert m.admin.stats()["jobs"]["done"] == 1
+        assert m.entities.get("u", "Alice") is not None
 
 
 @pytest.mark.parametrize("answer", [out_of_range_tool_call(), empty_content_tool_call()], ids=["importance", "empty"])
@@ -92,7 +92,7 @@ def test_normalisable_answers_are_applied(make_memory, answer):
     with make_memory(inline(), model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=10)
-        assert m.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": 1, "failed": 0}
+        assert m.admin.stats()["jobs"] == {"pending": 0, "waiting": 0, "running": 0, "stale": 0, "done": 1, "failed": 0}
 
 
 def test_one_extraction_call_per_turn_and_none_on_before_turn(make_memory):
@@ -115,17 +115,17 @@ def test_summary_covers_exactly_the_evicted_messages(make_memory):
     with make_memory(config, model=model) as m:
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
-        thread = m._storage.threads.get("t")
+        thread = m._parts.storage.threads.get("t")
         assert thread.summarized_through >= 0
-        assert m.summary("u", "t") == "Alice plans a trip."
+        assert m.threads.summary("u", "t") == "Alice plans a trip."
         ctx = m.before_turn("u", "t")
         assert ctx.sections[0].name == "summary" and "Alice plans a trip." in ctx.memory_block
-        log = m.get_messages("u", "t")
+        log = m.threads.messages("u", "t")
         # The window starts right after the summarised range: nothing both summarised and sent.
         first_sent = next(i for i, x in enumerate(log) if x.id == ctx.window[0].id)
         assert first_sent > thread.summarized_through
         assert ctx.token_usage.total <= config.context_budget
-        row = m._storage.summaries.get(thread.key)
+        row = m._parts.storage.summaries.get(thread.key)
         assert row.first_seq == 0 and row.last_seq == thread.summarized_through
 
 
@@ -138,9 +138,9 @@ def test_an_overlong_summary_is_compressed_then_bounded(make_memory):
     with make_memory(config, model=model) as m:
         for i in range(25):
             m.after_turn("u", "t", [HumanMessage(f"message {i} " + "blah " * 12)])
-        text = m.summary("u", "t")
+        text = m.threads.summary("u", "t")
         assert text == "Short: Alice plans a trip."
-        assert m.stats()["jobs"]["failed"] == 0
+        assert m.admin.stats()["jobs"]["failed"] == 0
 
 
 def test_entity_history_and_case_insensitive_names(make_memory):
@@ -153,26 +153,26 @@ def test_entity_history_and_case_insensitive_names(make_memory):
         m.after_turn("u", "t", [HumanMessage("I'm Alice, a nurse in Paris.", id="m1")])
         m.after_turn("u", "t", [HumanMessage("I moved to Berlin.", id="m2")])
         m.after_turn("u", "t", [HumanMessage("Berlin is great.", id="m3")])
-        alice = m.entity("u", "ALICE")
+        alice = m.entities.get("u", "ALICE")
         assert alice.attributes == {"location": "Berlin", "job": "nurse"} and alice.type == "person"
         history = alice.history["location"]
         assert [(h.value, h.superseded_at is None) for h in history] == [("Paris", False), ("Berlin", True)]
         assert history[0].source_message == "m1" and history[1].source_message == "m2"
-        assert [e.name for e in m.entities("u")] == ["ALICE"]
-        assert m.entities("someone-else") == []
+        assert [e.name for e in m.entities.list("u")] == ["ALICE"]
+        assert m.entities.list("someone-else") == []
         # Relevant entities enter the context as their own section.
         ctx = m.before_turn("u", "t", query="where does Alice live now?")
         assert "Alice" in ctx.memory_block or "ALICE" in ctx.memory_block
-        assert m.forget(user_id="u", entity="alice")["entities"] == 1
-        assert m.entity("u", "Alice") is None
+        assert m.admin.forget(user_id="u", entity="alice")["entities"] == 1
+        assert m.entities.get("u", "Alice") is None
 
 
 def test_offline_mode_extracts_alice_without_a_model(make_memory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with make_memory(inline()) as m:
         m.after_turn("u", "t", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
-        assert m.stats()["extractor"] == "offline"
-        alice = m.entity("u", "alice")
+        assert m.admin.stats()["extractor"] == "offline"
+        alice = m.entities.get("u", "alice")
         assert alice is not None and alice.type == "person"
         assert alice.attributes.get("location") == "Paris"
 
@@ -183,8 +183,8 @@ def test_background_mode_and_flush(make_memory):
         for i in range(5):
             m.after_turn("u", "t", [HumanMessage(f"hi {i}")])
         assert m.flush(timeout=30)
-        assert m.stats()["jobs"]["pending"] == 0
-        assert m.entity("u", "Alice") is not None
+        assert m.admin.stats()["jobs"]["pending"] == 0
+        assert m.entities.get("u", "Alice") is not None
         assert 1 <= model.calls <= 5  # a backlog is coalesced, never more than one per turn
 
 
@@ -195,8 +195,8 @@ def test_jobs_left_by_a_closed_memory_run_on_next_open(make_memory):
     model = ScriptedChatModel(script=[], default=GOOD)
     with make_memory(inline(), model=model) as m:
         assert m.flush(timeout=30)
-        assert m.entity("u", "Alice").attributes["location"] == "Paris"
-        assert m.stats()["jobs"]["done"] == 1
+        assert m.entities.get("u", "Alice").attributes["location"] == "Paris"
+        assert m.admin.stats()["jobs"]["done"] == 1
 
 
 KILLED = textwrap.dedent(
@@ -233,15 +233,15 @@ def test_sigkill_mid_job_resumes_once_after_reopening(data_dir):
     with TieredMemory(data_dir, inline(), model=model) as m:
         assert m.flush(timeout=30)
         assert model.calls == 1  # resumed once
-        jobs = m._storage.jobs.rows()
+        jobs = m._parts.storage.jobs.rows()
         assert [(j.status, j.attempts) for j in jobs] == [("done", 2)]
-        assert len(m.entities("u")) == 1
-        assert m.entity("u", "alice").attributes == {"location": "Paris"}
-        assert len(m.get_messages("u", "t")) == 2
+        assert len(m.entities.list("u")) == 1
+        assert m.entities.get("u", "alice").attributes == {"location": "Paris"}
+        assert len(m.threads.messages("u", "t")) == 2
     # Opening again runs nothing twice.
     with TieredMemory(data_dir, inline(), model=model) as m:
         assert m.flush(timeout=5) and model.calls == 1
-        assert len(m.entity("u", "alice").history["location"]) == 1
+        assert len(m.entities.get("u", "alice").history["location"]) == 1
 
 
 def test_the_users_own_profile_keeps_their_name_offline(make_memory, monkeypatch):
@@ -249,8 +249,8 @@ def test_the_users_own_profile_keeps_their_name_offline(make_memory, monkeypatch
     with make_memory(inline()) as m:
         m.after_turn("u", "t", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.")])
         m.after_turn("u", "t", [HumanMessage("I moved to Berlin last year.")])
-        names = [e.name for e in m.entities("u")]
+        names = [e.name for e in m.entities.list("u")]
         assert "user" not in names
-        alice = m.entity("u", "Alice")
+        alice = m.entities.get("u", "Alice")
         assert alice.attributes["location"] == "Berlin"
         assert [v.value for v in alice.history["location"]] == ["Paris", "Berlin"]

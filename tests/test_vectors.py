@@ -55,7 +55,7 @@ def open_memory(request, tmp_path, minilm):
         memory = TieredMemory(
             tmp_path / "memory", config, embeddings=embeddings or minilm, qdrant_client=client
         )
-        memory._clock = clock
+        memory._parts.clock = clock
         opened.append(memory)
         return memory
 
@@ -70,59 +70,59 @@ def open_memory(request, tmp_path, minilm):
 
 def test_no_query_of_one_user_returns_another_users_memory(open_memory):
     memory = open_memory()
-    alice = {memory.remember("alice", f"user: my favourite {w} is {v}") for w, v in
+    alice = {memory.memories.remember("alice", f"user: my favourite {w} is {v}") for w, v in
              [("colour", "green"), ("city", "Lisbon"), ("food", "ramen"), ("band", "Muse")]}
-    bob = {memory.remember("bob", f"user: my favourite {w} is {v}") for w, v in
+    bob = {memory.memories.remember("bob", f"user: my favourite {w} is {v}") for w, v in
            [("colour", "red"), ("city", "Oslo"), ("food", "tacos"), ("band", "Queen")]}
     for query in ["favourite colour", "which city", "green Lisbon ramen Muse", "red Oslo", "favourite"]:
         for user, own in (("alice", alice), ("bob", bob)):
-            hits = memory.search(user, query, k=10)
+            hits = memory.memories.search(user, query, k=10)
             assert hits, (user, query)
             assert {h.entry.id for h in hits} <= own
             assert {h.entry.user_id for h in hits} == {user}
-    assert {m.id for m in memory.list_memories("alice")} == alice
+    assert {m.id for m in memory.memories.list("alice")} == alice
     with pytest.raises(NotFoundError):
-        memory.get_memory("bob", next(iter(alice)))
+        memory.memories.get("bob", next(iter(alice)))
     # Forgetting through the wrong user deletes nothing.
-    assert memory.forget(user_id="bob", memory_id=next(iter(alice)))["memories"] == 0
-    assert len(memory.list_memories("alice")) == 4
+    assert memory.memories.forget(user_id="bob", memory_id=next(iter(alice)))["memories"] == 0
+    assert len(memory.memories.list("alice")) == 4
 
 
 def test_a_query_before_any_memory_exists_returns_nothing(open_memory):
     memory = open_memory()
-    assert memory.search("alice", "anything at all") == []
-    assert memory.list_memories("alice") == []
-    memory.remember("bob", "user: I have a cat")
-    assert memory.search("alice", "cat") == []
-    assert memory.search("bob", "   ") == []
+    assert memory.memories.search("alice", "anything at all") == []
+    assert memory.memories.list("alice") == []
+    memory.memories.remember("bob", "user: I have a cat")
+    assert memory.memories.search("alice", "cat") == []
+    assert memory.memories.search("bob", "   ") == []
 
 
 def test_real_minilm_ranks_a_paraphrase_above_unrelated_memories(open_memory):
     memory = open_memory()
-    dog = memory.remember("alice", "user: My dog Rex loves running on the beach")
-    memory.remember("alice", "user: I work as an accountant in Munich")
-    memory.remember("alice", "user: I am allergic to peanuts")
-    memory.remember("alice", "assistant: The train to Hamburg leaves at nine")
-    hits = memory.search("alice", "What is the name of my pet?", k=4)
+    dog = memory.memories.remember("alice", "user: My dog Rex loves running on the beach")
+    memory.memories.remember("alice", "user: I work as an accountant in Munich")
+    memory.memories.remember("alice", "user: I am allergic to peanuts")
+    memory.memories.remember("alice", "assistant: The train to Hamburg leaves at nine")
+    hits = memory.memories.search("alice", "What is the name of my pet?", k=4)
     assert hits[0].entry.id == dog
-    hits = memory.search("alice", "which foods should I avoid", k=4)
+    hits = memory.memories.search("alice", "which foods should I avoid", k=4)
     assert "peanuts" in hits[0].entry.content
 
 
 def test_the_speaker_stays_in_the_stored_and_indexed_text(open_memory):
     memory = open_memory()
-    mid = memory.remember("alice", "assistant: I booked the table for eight")
-    assert memory.get_memory("alice", mid).content == "assistant: I booked the table for eight"
+    mid = memory.memories.remember("alice", "assistant: I booked the table for eight")
+    assert memory.memories.get("alice", mid).content == "assistant: I booked the table for eight"
     # BM25 indexes the prefix too: the speaker word alone finds it.
-    assert [h.entry.id for h in memory.search("alice", "assistant", k=3)] == [mid]
+    assert [h.entry.id for h in memory.memories.search("alice", "assistant", k=3)] == [mid]
 
 
 def test_decay_and_access_boost_with_a_frozen_clock(open_memory):
     memory = open_memory({"decay": 0.9, "access_boost": 0.1})
     clock = open_memory.clock
-    mid = memory.remember("alice", "user: I keep my passport in the blue drawer", importance=0.5)
+    mid = memory.memories.remember("alice", "user: I keep my passport in the blue drawer", importance=0.5)
     clock.advance(days=10)
-    hit = memory.search("alice", "where is my passport", explain=True)[0]
+    hit = memory.memories.search("alice", "where is my passport", explain=True)[0]
     parts = hit.parts
     assert parts is not None and hit.entry.id == mid
     assert parts.days_since_access == pytest.approx(10)
@@ -131,33 +131,33 @@ def test_decay_and_access_boost_with_a_frozen_clock(open_memory):
     assert hit.score == pytest.approx(parts.relevance + TIE_BREAK * (0.5 * 0.9**10 - 0.5))
     # The recall itself was written back: now accessed, once, boosted; the importance it
     # was given stays as it was.
-    entry = memory.get_memory("alice", mid)
+    entry = memory.memories.get("alice", mid)
     assert entry.last_accessed == clock.now
     assert entry.access_count == 1
     assert entry.importance == 0.5 and entry.boost == pytest.approx(0.1)
     # Recalled just now: no decay, and a higher score for the same relevance.
-    again = memory.search("alice", "where is my passport", explain=True)[0]
+    again = memory.memories.search("alice", "where is my passport", explain=True)[0]
     assert again.parts.days_since_access == pytest.approx(0)
     assert again.parts.decay == pytest.approx(1.0)
     assert again.parts.effective_importance == pytest.approx(0.6)
     assert again.score > hit.score
     # The boost is capped: importance + boost never passes 1.0.
     for _ in range(8):
-        memory.search("alice", "where is my passport")
-    entry = memory.get_memory("alice", mid)
+        memory.memories.search("alice", "where is my passport")
+    entry = memory.memories.get("alice", mid)
     assert entry.boost == pytest.approx(0.5) and entry.access_count == 10
     # However often it is recalled, the prior moves the score by at most TIE_BREAK / 2.
-    last = memory.search("alice", "where is my passport", explain=True)[0]
+    last = memory.memories.search("alice", "where is my passport", explain=True)[0]
     assert last.score - last.parts.relevance == pytest.approx(TIE_BREAK / 2)
 
 
 def test_age_reorders_equally_relevant_memories(open_memory):
     memory = open_memory({"decay": 0.8})
     clock = open_memory.clock
-    old = memory.remember("alice", "user: my sister lives in Porto", importance=0.9)
+    old = memory.memories.remember("alice", "user: my sister lives in Porto", importance=0.9)
     clock.advance(days=30)
-    new = memory.remember("alice", "user: my brother lives in Porto", importance=0.9)
-    hits = memory.search("alice", "lives in Porto", k=2, explain=True)
+    new = memory.memories.remember("alice", "user: my brother lives in Porto", importance=0.9)
+    hits = memory.memories.search("alice", "lives in Porto", k=2, explain=True)
     assert [h.entry.id for h in hits] == [new, old]
     assert hits[1].parts.decay == pytest.approx(0.8**30)
 
@@ -170,84 +170,84 @@ def test_a_short_search_is_the_head_of_a_long_one(open_memory):
     words = ["apple", "birch", "cedar", "daisy", "elder", "fern", "ginger", "hazel", "iris", "juniper",
              "kale", "lilac", "maple", "nettle", "olive", "peony", "quince", "rose", "sage", "tulip"]
     for i, word in enumerate(words):
-        memory.remember("alice", f"user: the garden notebook, page about {word}", importance=(i * 7 % 20) / 20)
-    memory.remember("alice", "user: my sister moved to Porto", importance=1.0)
+        memory.memories.remember("alice", f"user: the garden notebook, page about {word}", importance=(i * 7 % 20) / 20)
+    memory.memories.remember("alice", "user: my sister moved to Porto", importance=1.0)
     for query in ("garden notebook page", "what is in my garden notes", "where does my sister live"):
-        whole = [(h.entry.id, h.score) for h in memory.search("alice", query, k=40, peek=True)]
+        whole = [(h.entry.id, h.score) for h in memory.memories.search("alice", query, k=40, peek=True)]
         assert len(whole) > 8 or "sister" in query
         for k in (1, 3, 8):
-            assert [(h.entry.id, h.score) for h in memory.search("alice", query, k=k, peek=True)] == whole[:k]
+            assert [(h.entry.id, h.score) for h in memory.memories.search("alice", query, k=k, peek=True)] == whole[:k]
 
 
 def test_a_near_duplicate_merges_into_the_existing_memory(open_memory):
     memory = open_memory()
     clock = open_memory.clock
-    first = memory.remember("alice", "user: I live in Berlin", importance=0.8, metadata={"a": 1})
-    memory.search("alice", "where do I live")  # one access
+    first = memory.memories.remember("alice", "user: I live in Berlin", importance=0.8, metadata={"a": 1})
+    memory.memories.search("alice", "where do I live")  # one access
     clock.advance(days=1)
-    second = memory.remember("alice", "user: I live in Berlin.", importance=0.4)
+    second = memory.memories.remember("alice", "user: I live in Berlin.", importance=0.4)
     assert second == first
-    [entry] = memory.list_memories("alice")
+    [entry] = memory.memories.list("alice")
     assert entry.content == "user: I live in Berlin."  # the newer wording
     assert entry.importance == pytest.approx(0.8)  # the higher
     assert entry.access_count == 1 and entry.boost == pytest.approx(memory.config.access_boost)
     assert len(entry.merged_from) == 1 and entry.merged_from[0] != first
     # Another user's identical memory is not a duplicate of Alice's.
-    assert memory.remember("bob", "user: I live in Berlin") != first
+    assert memory.memories.remember("bob", "user: I live in Berlin") != first
     # A different statement is kept apart.
-    memory.remember("alice", "user: I lived in Paris as a child")
-    assert len(memory.list_memories("alice")) == 2
+    memory.memories.remember("alice", "user: I lived in Paris as a child")
+    assert len(memory.memories.list("alice")) == 2
 
 
 def test_past_the_cap_the_lowest_effective_importance_is_evicted(open_memory):
     memory = open_memory({"max_memories_per_user": 3, "decay": 0.9})
     clock = open_memory.clock
-    stale = memory.remember("alice", "user: I once owned a red bicycle", importance=0.9)
+    stale = memory.memories.remember("alice", "user: I once owned a red bicycle", importance=0.9)
     clock.advance(days=60)  # 0.9 * 0.9**60 ≈ 0.002: effectively the weakest
     keep = [
-        memory.remember("alice", "user: I speak Portuguese", importance=0.3),
-        memory.remember("alice", "user: my daughter is called Ana", importance=0.6),
+        memory.memories.remember("alice", "user: I speak Portuguese", importance=0.3),
+        memory.memories.remember("alice", "user: my daughter is called Ana", importance=0.6),
     ]
-    bob = memory.remember("bob", "user: I play chess", importance=0.1)
-    newest = memory.remember("alice", "user: I am training for a marathon", importance=0.2)
-    ids = {m.id for m in memory.list_memories("alice")}
+    bob = memory.memories.remember("bob", "user: I play chess", importance=0.1)
+    newest = memory.memories.remember("alice", "user: I am training for a marathon", importance=0.2)
+    ids = {m.id for m in memory.memories.list("alice")}
     assert ids == {*keep, newest}
     assert stale not in ids
-    assert [m.id for m in memory.list_memories("bob")] == [bob]
+    assert [m.id for m in memory.memories.list("bob")] == [bob]
 
 
 def test_memories_persist_across_reopening(open_memory):
     memory = open_memory()
-    mid = memory.remember("alice", "user: my locker code is 4471", "fact", 0.7, {"src": "chat"})
-    memory.search("alice", "locker code")
-    before = memory.get_memory("alice", mid)
+    mid = memory.memories.remember("alice", "user: my locker code is 4471", "fact", 0.7, {"src": "chat"})
+    memory.memories.search("alice", "locker code")
+    before = memory.memories.get("alice", mid)
     memory.close()
     again = open_memory()
-    assert again.get_memory("alice", mid) == before
-    assert again.stats()["memories"] == 1
-    assert again.search("alice", "what is the code of my locker")[0].entry.id == mid
+    assert again.memories.get("alice", mid) == before
+    assert again.admin.stats()["memories"] == 1
+    assert again.memories.search("alice", "what is the code of my locker")[0].entry.id == mid
 
 
 def test_update_and_forget_a_memory(open_memory):
     memory = open_memory()
-    mid = memory.remember("alice", "user: my dentist is Dr Silva")
-    updated = memory.update_memory("alice", mid, content="user: my dentist is Dr Costa", importance=0.9)
+    mid = memory.memories.remember("alice", "user: my dentist is Dr Silva")
+    updated = memory.memories.update("alice", mid, content="user: my dentist is Dr Costa", importance=0.9)
     assert updated.content.endswith("Dr Costa") and updated.importance == 0.9
-    assert memory.search("alice", "Costa")[0].entry.id == mid
-    assert all("Silva" not in h.entry.content for h in memory.search("alice", "Silva"))
-    assert memory.forget(user_id="alice", memory_id=mid)["memories"] == 1
-    assert memory.list_memories("alice") == []
+    assert memory.memories.search("alice", "Costa")[0].entry.id == mid
+    assert all("Silva" not in h.entry.content for h in memory.memories.search("alice", "Silva"))
+    assert memory.memories.forget(user_id="alice", memory_id=mid)["memories"] == 1
+    assert memory.memories.list("alice") == []
     with pytest.raises(NotFoundError):
-        memory.get_memory("alice", mid)
+        memory.memories.get("alice", mid)
 
 
 def test_filters_by_type_and_importance(open_memory):
     memory = open_memory()
-    memory.remember("alice", "user: I prefer window seats on trains", "preference", 0.9)
-    memory.remember("alice", "user: I took a train to Vienna last May", "experience", 0.3)
-    prefs = memory.search("alice", "train", memory_types=["preference"])
+    memory.memories.remember("alice", "user: I prefer window seats on trains", "preference", 0.9)
+    memory.memories.remember("alice", "user: I took a train to Vienna last May", "experience", 0.3)
+    prefs = memory.memories.search("alice", "train", memory_types=["preference"])
     assert [h.entry.memory_type for h in prefs] == ["preference"]
-    strong = memory.search("alice", "train", min_importance=0.5)
+    strong = memory.memories.search("alice", "train", min_importance=0.5)
     assert [h.entry.importance >= 0.5 for h in strong] == [True]
 
 
@@ -267,8 +267,8 @@ def test_filters_by_type_and_importance(open_memory):
 def test_bad_memories_are_clear_errors_and_store_nothing(open_memory, kwargs, needle):
     memory = open_memory()
     with pytest.raises(InvalidInputError, match=needle):
-        memory.remember("alice", **kwargs)
-    assert memory.list_memories("alice") == []
+        memory.memories.remember("alice", **kwargs)
+    assert memory.memories.list("alice") == []
 
 
 def test_a_content_over_the_token_limit_is_refused(open_memory):
@@ -276,7 +276,7 @@ def test_a_content_over_the_token_limit_is_refused(open_memory):
     # Under the character limit but over the token limit: one token per ~1 character.
     text = " ".join(f"{i:x}" for i in range(6000))[: MAX_CONTENT_CHARS - 1]
     with pytest.raises(InvalidInputError, match="tokens"):
-        memory.remember("alice", text)
+        memory.memories.remember("alice", text)
 
 
 @pytest.mark.parametrize("kwargs", [{"k": 0}, {"k": 1000}, {"query": None}, {"memory_types": ["x"]},
@@ -285,26 +285,26 @@ def test_bad_searches_are_clear_errors(open_memory, kwargs):
     memory = open_memory()
     args = {"query": "tea", **kwargs}
     with pytest.raises(InvalidInputError):
-        memory.search("alice", **args)
+        memory.memories.search("alice", **args)
 
 
 def test_another_embedding_model_is_a_clear_error_until_reindex(open_memory):
     memory = open_memory()
-    mid = memory.remember("alice", "user: I grow tomatoes on the balcony")
+    mid = memory.memories.remember("alice", "user: I grow tomatoes on the balcony")
     memory.close()
     other = open_memory(embeddings=HashingEmbeddings(384))
     with pytest.raises(EmbeddingMismatchError, match="reindex"):
-        other.search("alice", "tomatoes")
-    counts = other.reindex()
+        other.memories.search("alice", "tomatoes")
+    counts = other.admin.reindex()
     assert counts == {"memories": 1, "episodes": 0, "conversation": 0}
-    assert other.search("alice", "tomatoes balcony")[0].entry.id == mid
+    assert other.memories.search("alice", "tomatoes balcony")[0].entry.id == mid
 
 
 def test_before_turn_recalls_memories_inside_the_budget(open_memory):
     memory = open_memory({"max_tokens": 300, "system_reserve": 20, "output_reserve": 20,
                           "memories_max_tokens": 60})
     for i in range(20):
-        memory.remember("alice", f"user: fact number {i} about my garden: I planted {i} roses")
+        memory.memories.remember("alice", f"user: fact number {i} about my garden: I planted {i} roses")
     memory.after_turn("alice", "t1", [("human", "tell me about my garden and the roses"), ("ai", "sure")])
     context = memory.before_turn("alice", "t1", query="roses in my garden")
     [section] = [s for s in context.sections if s.name == "memories"]
@@ -316,27 +316,29 @@ def test_before_turn_recalls_memories_inside_the_budget(open_memory):
 
 def test_a_peek_at_the_context_does_not_count_as_a_recall(open_memory):
     memory = open_memory()
-    mid = memory.remember("alice", "user: my bike is a blue Brompton")
+    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
     memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
     peeked = memory.before_turn("alice", "t1", peek=True)
     assert "Brompton" in peeked.memory_block
-    assert memory.get_memory("alice", mid).access_count == 0
+    assert memory.memories.get("alice", mid).access_count == 0
     assert "Brompton" in memory.before_turn("alice", "t1").memory_block
-    assert memory.get_memory("alice", mid).access_count == 1
+    assert memory.memories.get("alice", mid).access_count == 1
 
 
-def test_as_vectorstore_is_one_users_memories(open_memory):
+def test_a_memory_vectorstore_is_one_users_memories(open_memory):
     from langchain_core.vectorstores import VectorStore
 
+    from langchain_tiered_memory import MemoryVectorStore
+
     memory = open_memory()
-    memory.remember("alice", "user: I collect vinyl records")
-    memory.remember("bob", "user: I collect vinyl records too")
-    store = memory.as_vectorstore("alice")
+    memory.memories.remember("alice", "user: I collect vinyl records")
+    memory.memories.remember("bob", "user: I collect vinyl records too")
+    store = MemoryVectorStore(memory, "alice")
     assert isinstance(store, VectorStore)
     [doc] = store.similarity_search("vinyl records", k=3)
     assert doc.page_content == "user: I collect vinyl records"
     [added] = store.add_texts(["user: my turntable is a Technics"], [{"importance": 0.9}])
-    assert memory.get_memory("alice", added).importance == 0.9
+    assert memory.memories.get("alice", added).importance == 0.9
     assert store.get_by_ids([added])[0].page_content.endswith("Technics")
     store.delete([added])
     assert store.get_by_ids([added]) == []

@@ -137,12 +137,12 @@ def test_window_properties_end_to_end(tmp_path_factory, turns, max_tokens, reser
     with TieredMemory(tmp_path_factory.mktemp("w"), config) as memory:
         for turn in turns:
             memory.after_turn("u", "t", turn)
-            log = memory.get_messages("u", "t")
+            log = memory.threads.messages("u", "t")
             _check_context(memory.before_turn("u", "t"), log, config, counter)
     # A fresh process state (no cache) sees the same window.
     with TieredMemory(memory.data_dir, config) as again:
         ctx = again.before_turn("u", "t")
-        _check_context(ctx, again.get_messages("u", "t"), config, counter)
+        _check_context(ctx, again.threads.messages("u", "t"), config, counter)
 
 
 def test_oldest_evicted_first_and_nothing_deleted(memory):
@@ -150,7 +150,7 @@ def test_oldest_evicted_first_and_nothing_deleted(memory):
         memory.after_turn("u", "t", [HumanMessage(f"question {i} " + "word " * 10), AIMessage(f"answer {i}")])
     ctx = memory.before_turn("u", "t")
     assert ctx.evicted > 0
-    log = memory.get_messages("u", "t")
+    log = memory.threads.messages("u", "t")
     assert len(log) == 80
     assert ctx.window[-1].text == "answer 39"
     assert ctx.window[0].id == log[ctx.evicted].id
@@ -167,7 +167,7 @@ def test_huge_message_is_truncated_with_a_marker_and_kept_whole(memory, small_co
     assert marker_head in last.text
     assert ctx.token_usage.total <= small_config.context_budget
     # The log keeps the whole message.
-    assert memory.get_messages("u", "t")[-1].text == huge
+    assert memory.threads.messages("u", "t")[-1].text == huge
 
 
 def test_huge_tool_result_is_truncated_inside_its_group(memory):

@@ -146,7 +146,7 @@ def _ours(conversation: Conversation, exchanges: list[tuple[int, Turn, Turn]], *
                 ours.memory.flush()
             out.exchanges = len(exchanges)
             out.llm_calls = model.calls
-            out.jobs = ours.memory.stats()["jobs"]["done"]
+            out.jobs = ours.memory.admin.stats()["jobs"]["done"]
         finally:
             ours.close()
     return out

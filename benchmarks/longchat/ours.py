@@ -156,7 +156,7 @@ class Ours:
                 hits = m.recall(question.user_id, query, k=k)
             ms = (time.perf_counter() - start) * 1000
             return Ranked([list(getattr(h, "message_ids", None) or []) for h in hits], ms)
-        hits = m.search(question.user_id, query, k=k)
+        hits = m.memories.search(question.user_id, query, k=k)
         ms = (time.perf_counter() - start) * 1000
         out = []
         for h in hits:

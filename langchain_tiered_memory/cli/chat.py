@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         fields["budget"] = ENV_MODEL_BUDGET
     with common.open_memory(args, create=True, config=common.config(args, **fields), model=model) as memory:
         user, thread = args.user, args.thread
-        if not memory.get_messages(user, thread):
+        if not memory.threads.messages(user, thread):
             memory.after_turn(user, thread, [SystemMessage(args.system)])
         name = "offline echo (no OPENAI_BASE_URL or OPENAI_API_KEY)" if settings is None else settings.describe()
         print(f"chatting as {user!r} in thread {thread!r}; model: {name}; memory in {memory.data_dir}")
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             print(f"assistant> {reply.text}")
             memory.after_turn(user, thread, [question, reply])
-            print(_status(context, memory.counter.count_message(question)), flush=True)
+            print(_status(context, memory.admin.counter.count_message(question)), flush=True)
     return 0
 
 

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     # Inline jobs: the summary and entities of each turn exist before the next one starts.
     config = common.config(args, **DEMO_BUDGET, summary_max_tokens=120, job_mode="inline")
     with common.open_memory(args, create=True, config=config) as memory:
-        user, thread = "alice", f"demo-{len(memory.threads('alice')) + 1}"
+        user, thread = "alice", f"demo-{len(memory.threads.list('alice')) + 1}"
         print(f"memory in {memory.data_dir}  (thread {thread!r})")
         print(
             f"budget: {config.max_tokens} tokens - {config.output_reserve} output reserve = "
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             memory.after_turn(user, thread, [HumanMessage(question), AIMessage(answer)])
             usage = context.token_usage
             print(
-                f"{n:>4}  {len(memory.get_messages(user, thread)):>4}  "
+                f"{n:>4}  {len(memory.threads.messages(user, thread)):>4}  "
                 f"{len(context.window):>4}  {context.evicted:>7}  "
                 f"{usage.total:>6}/{usage.budget:<6}"
             )
@@ -86,13 +86,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {'total':<10} {usage.total:>6} of {usage.budget} ({usage.remaining} free)")
         print(
             f"\n{context.evicted} older messages left the window (folded into the summary); "
-            f"all {len(memory.get_messages(user, thread))} stay in the log (memory.get_messages)."
+            f"all {len(memory.threads.messages(user, thread))} stay in the log (memory.threads.messages)."
         )
         print("\nentities remembered (memory.entities):")
-        for entity in memory.entities(user):
+        for entity in memory.entities.list(user):
             attrs = ", ".join(f"{k}={v}" for k, v in entity.attributes.items())
             print(f"  {entity.name} ({entity.type}) {attrs}")
-        print(f"\nextractor: {memory.stats()['extractor']} (pass model= to use an LLM)")
+        print(f"\nextractor: {memory.admin.stats()['extractor']} (pass model= to use an LLM)")
         where = "" if args.data_dir == DEFAULT_DATA_DIR else f" --data-dir {args.data_dir}"
         print(
             f"look closer: {PROG}{where} inspect --user {user} --thread {thread} --max-tokens "

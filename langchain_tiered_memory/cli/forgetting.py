@@ -44,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 print("nothing was forgotten", file=sys.stderr)
                 return 1
-        counts = memory.forget(user_id=args.user, thread_id=args.thread, entity=args.entity, memory_id=args.memory)
+        if args.memory is not None:
+            counts = memory.memories.forget(args.user, args.memory)
+        else:
+            counts = memory.admin.forget(user_id=args.user, thread_id=args.thread, entity=args.entity)
     if args.json:
         common.print_json(counts)
         return 0

@@ -25,13 +25,13 @@ def run(args: argparse.Namespace) -> int:
 
     with common.open_memory(args, look=True, config=common.config(args)) as memory:
         context = memory.before_turn(args.user, args.thread, query=args.query, peek=True)
-        if not any(t.thread_id == args.thread for t in memory.threads(args.user)):
+        if not any(t.thread_id == args.thread for t in memory.threads.list(args.user)):
             print(
                 f"note: user {args.user!r} has no thread {args.thread!r} yet; showing what a new "
                 f"thread would be sent ({PROG} threads --user {args.user} lists theirs)",
                 file=sys.stderr,
             )
-        counter = memory.counter
+        counter = memory.admin.counter
         usage = context.token_usage
         system = context.system_message
         window = [(m, counter.count_message(m)) for m in context.window]

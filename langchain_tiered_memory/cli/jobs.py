@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
-        jobs = memory.jobs.list(status="failed" if args.failed else None, user_id=args.user, limit=args.limit)
+        jobs = memory.admin.jobs.list(status="failed" if args.failed else None, user_id=args.user, limit=args.limit)
     if args.json:
         common.print_json(jobs)
         return 0
@@ -65,10 +65,10 @@ def _retry(args: argparse.Namespace) -> int:
     # Manual: opening runs nothing; the jobs asked for run in the flush below.
     with common.open_memory(args, config=MemoryConfig(job_mode="manual")) as memory:
         before = _failed(memory, args.user)
-        done = memory.stats()["jobs"]["done"]
-        changed = memory.jobs.retry(user_id=args.user, failed=args.failed, offline=args.offline)
+        done = memory.admin.stats()["jobs"]["done"]
+        changed = memory.admin.jobs.retry(user_id=args.user, failed=args.failed, offline=args.offline)
         finished = memory.flush(timeout=_FLUSH_SECONDS) if changed else True
-        jobs = memory.stats()["jobs"]
+        jobs = memory.admin.stats()["jobs"]
         # Of the jobs asked for: those that failed again (all failed ones were retried with
         # --failed; without it, the ones that failed now).
         failed = _failed(memory, args.user) - (0 if args.failed else before)
@@ -90,4 +90,4 @@ def _retry(args: argparse.Namespace) -> int:
 
 
 def _failed(memory: TieredMemory, user: str | None) -> int:
-    return len(memory.jobs.list(status="failed", user_id=user, limit=1_000_000))
+    return len(memory.admin.jobs.list(status="failed", user_id=user, limit=1_000_000))

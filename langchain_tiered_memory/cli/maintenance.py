@@ -18,7 +18,7 @@ def add_commands(command: common.AddCommand) -> None:
 
 def stats(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
-        stats = dict(memory.stats())
+        stats = dict(memory.admin.stats())
         stats.setdefault("disk_bytes", common.dir_size(memory.data_dir or args.data_dir))
     if args.json:
         common.print_json(stats)
@@ -119,7 +119,7 @@ def reindex(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     with common.open_memory(args) as memory:
-        counts = memory.reindex(progress=bar)
+        counts = memory.admin.reindex(progress=bar)
     if state["total"] >= 0:
         sys.stderr.write("\n")
     if args.json:

@@ -24,7 +24,7 @@ def export(args: argparse.Namespace) -> int:
 
     with common.open_memory(args, look=True) as memory:
         if args.output is None:
-            counts = export_jsonl(memory, args.user, sys.stdout)
+            counts = export_jsonl(memory.admin, args.user, sys.stdout)
             sys.stdout.flush()
             where = "stdout"
         else:
@@ -35,7 +35,7 @@ def export(args: argparse.Namespace) -> int:
             part = path.with_name(path.name + ".part")
             try:
                 with open(part, "w", encoding="utf-8") as f:
-                    counts = export_jsonl(memory, args.user, f)
+                    counts = export_jsonl(memory.admin, args.user, f)
                 os.replace(part, path)
             except OSError as exc:
                 part.unlink(missing_ok=True)
@@ -56,7 +56,7 @@ def import_(args: argparse.Namespace) -> int:
     # Inline jobs: no background worker indexes beside the import (its progress is ours).
     with common.open_memory(args, create=True, config=common.config(args, job_mode="inline")) as memory:
         with common.progress_bar("embedding", unit="record") as progress:
-            counts = memory.import_user(user_id, data, progress=progress)
+            counts = memory.admin.import_user(user_id, data, progress=progress)
         where = memory.data_dir
     if args.json:
         common.print_json({"user_id": user_id, "counts": counts})

@@ -37,7 +37,7 @@ def search(args: argparse.Namespace) -> int:
 
     with common.open_memory(args, look=True) as memory:
         # A look: the recall is not counted (no access boost from the command line).
-        hits = memory.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain, peek=True)
+        hits = memory.memories.search(args.user, args.query, k=args.k, memory_types=args.type, explain=args.explain, peek=True)
     if args.json:
         common.print_json([h.model_dump(mode="json") for h in hits])
         return 0
@@ -63,12 +63,12 @@ def search(args: argparse.Namespace) -> int:
 def entities(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
         if args.name is not None:
-            entity = memory.entity(args.user, args.name)
+            entity = memory.entities.get(args.user, args.name)
             if entity is None:
                 raise NotFoundError(f"user {args.user!r} has no entity named {args.name!r} ({PROG} entities --user {args.user} lists them)")
             entities = [entity]
         else:
-            entities = memory.entities(args.user)
+            entities = memory.entities.list(args.user)
     if args.json:
         common.print_json([common.asdict(e) for e in entities] if args.name is None else common.asdict(entities[0]))
         return 0
@@ -90,7 +90,7 @@ def entities(args: argparse.Namespace) -> int:
 
 def episodes(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
-        hits = memory.search_episodes(args.user, query=args.query, since=args.since, until=args.until, k=args.k)
+        hits = memory.episodes.search(args.user, query=args.query, since=args.since, until=args.until, k=args.k)
     if args.json:
         common.print_json([{"score": h.score, **common.asdict(h.episode)} for h in hits])
         return 0
@@ -112,7 +112,7 @@ def episodes(args: argparse.Namespace) -> int:
 
 def threads(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
-        threads = memory.threads(args.user)
+        threads = memory.threads.list(args.user)
     if args.json:
         common.print_json([common.asdict(t) for t in threads])
         return 0

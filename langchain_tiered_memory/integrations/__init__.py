@@ -1,65 +1,53 @@
 """Thin adapters that plug one :class:`~langchain_tiered_memory.TieredMemory` into LangChain and
-LangGraph. Each builds on the memory's public methods; importing this package registers the
-convenience accessors (``memory.store``, ``memory.checkpointer``, …), the heavier adapters
-loaded on first use."""
+LangGraph, each built on the memory's public methods. Build them yourself
+(``TieredMemoryStore(memory)``, ``TieredCheckpointSaver(memory)``,
+``TieredChatMessageHistory(memory, user_id, thread_id)``, ``hooks.pre_model_hook(memory)``, …);
+``memory.store`` and ``memory.checkpointer`` are the ones the facade keeps for you, made by
+:func:`build_adapter`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..adapters import register_adapter
 from ..memory import TieredMemory
 from .chat_history import TieredChatMessageHistory
 
-
-def _store(memory: TieredMemory) -> Any:
-    from .store import TieredMemoryStore
-
-    return TieredMemoryStore(memory)
+__all__ = ["TieredChatMessageHistory", "build_adapter"]
 
 
-def _checkpointer(memory: TieredMemory) -> Any:
-    # LangGraph's saver for the memory's database: SQLite's, or PostgreSQL's.
-    if memory.storage.dialect.name == "postgresql":
-        from .checkpointer_postgres import PostgresTieredCheckpointSaver
+def build_adapter(memory: TieredMemory, name: str, *args: Any) -> Any:
+    """The adapter ``name`` of ``memory`` (what ``memory.store``, ``memory.checkpointer`` and
+    the deprecated accessors return): the savers of the memory's database, SQLite's or
+    PostgreSQL's. The package root hands this to the facade (``api/adapters.py``)."""
+    postgres = memory.admin.database().dialect.name == "postgresql"
+    if name == "store":
+        from .store import TieredMemoryStore
 
-        return PostgresTieredCheckpointSaver(memory)
-    from .checkpointer import TieredCheckpointSaver
+        return TieredMemoryStore(memory)
+    if name == "checkpointer":
+        if postgres:
+            from .checkpointer_postgres import PostgresTieredCheckpointSaver
 
-    return TieredCheckpointSaver(memory)
+            return PostgresTieredCheckpointSaver(memory)
+        from .checkpointer import TieredCheckpointSaver
 
+        return TieredCheckpointSaver(memory)
+    if name == "async_checkpointer":
+        if postgres:
+            from .checkpointer_postgres import AsyncPostgresTieredCheckpointSaver
 
-def _async_checkpointer(memory: TieredMemory) -> Any:
-    if memory.storage.dialect.name == "postgresql":
-        from .checkpointer_postgres import AsyncPostgresTieredCheckpointSaver
+            return AsyncPostgresTieredCheckpointSaver(memory)
+        from .checkpointer import AsyncTieredCheckpointSaver
 
-        return AsyncPostgresTieredCheckpointSaver(memory)
-    from .checkpointer import AsyncTieredCheckpointSaver
-
-    return AsyncTieredCheckpointSaver(memory)
-
-
-def _hook(name: str) -> Any:
-    def make(memory: TieredMemory) -> Any:
+        return AsyncTieredCheckpointSaver(memory)
+    if name in ("pre_model_hook", "post_model_hook"):
         from . import hooks
 
-        return getattr(hooks, name)(memory)
+        return hooks.pre_model_hook(memory) if name == "pre_model_hook" else hooks.post_model_hook(memory)
+    if name == "chat_history":
+        return TieredChatMessageHistory(memory, *args)
+    if name == "vectorstore":
+        from .vectorstore import MemoryVectorStore
 
-    return make
-
-
-def _vectorstore(memory: TieredMemory, user_id: str) -> Any:
-    from .vectorstore import MemoryVectorStore
-
-    return MemoryVectorStore(memory, user_id)
-
-
-register_adapter("store", _store)
-register_adapter("checkpointer", _checkpointer)
-register_adapter("async_checkpointer", _async_checkpointer)
-register_adapter("pre_model_hook", _hook("pre_model_hook"))
-register_adapter("post_model_hook", _hook("post_model_hook"))
-register_adapter("chat_history", TieredChatMessageHistory)
-register_adapter("vectorstore", _vectorstore)
-
-__all__ = ["TieredChatMessageHistory"]
+        return MemoryVectorStore(memory, *args)
+    raise ValueError(f"no adapter named {name!r}")

@@ -56,7 +56,7 @@ class TieredChatMessageHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         """Forget the thread: its messages leave the log for good."""
-        self.memory.forget(user_id=self.user_id, thread_id=self.thread_id)
+        self.memory.admin.forget(user_id=self.user_id, thread_id=self.thread_id)
 
     async def aclear(self) -> None:
         """Async :meth:`clear`."""

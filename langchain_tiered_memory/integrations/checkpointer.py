@@ -3,17 +3,17 @@
 
 One file holds a whole deployment: messages, summaries, entities, jobs and LangGraph's
 checkpoints (langgraph-checkpoint-sqlite's ``checkpoints`` and ``writes`` tables, so a file
-written here opens with a plain ``SqliteSaver`` too). ``memory.forget(thread_id=...)`` and
-``memory.forget(user_id=...)`` delete checkpoints with everything else.
+written here opens with a plain ``SqliteSaver`` too). ``memory.admin.forget(thread_id=...)`` and
+``memory.admin.forget(user_id=...)`` delete checkpoints with everything else.
 
 - :class:`TieredCheckpointSaver` (``memory.checkpointer``) is ``SqliteSaver`` on its own
   connection, safe across threads (one lock per connection). Its async methods run the sync
   ones in a worker thread, so it also serves ``ainvoke`` graphs.
-- :class:`AsyncTieredCheckpointSaver` (``memory.async_checkpointer``) is ``AsyncSqliteSaver``
+- :class:`AsyncTieredCheckpointSaver` (``AsyncTieredCheckpointSaver(memory)``) is ``AsyncSqliteSaver``
   whose ``aiosqlite`` connection opens on first use inside the running event loop.
 
-Both connections come from ``memory.storage`` (the only package that opens the database);
-``TieredMemory.close()`` closes them.
+Both connections come from ``memory.admin.database()`` (``storage/`` is the only package that
+opens the database); ``TieredMemory.close()`` closes the one ``memory.checkpointer`` made.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import aiosqlite
 
     from ..memory import TieredMemory
+    from ..storage import SQLiteDatabase
 
     # The mixins below call the saver methods of the class they are mixed into.
     _SaverMixin = BaseCheckpointSaver[str]
@@ -117,6 +118,19 @@ class ThreadedAsync(_SaverMixin):
         return await asyncio.to_thread(self.get_delta_channel_history, config=config, channels=channels)
 
 
+def sqlite_database(memory: TieredMemory) -> SQLiteDatabase:
+    """The memory's SQLite database, where the savers open their connections."""
+    from ..storage import SQLiteDatabase
+
+    db = memory.admin.database()
+    if not isinstance(db, SQLiteDatabase):
+        raise StorageError(
+            "this checkpointer keeps checkpoints in a directory's memory.db; for a memory opened with "
+            "database_url=, use PostgresTieredCheckpointSaver (or memory.checkpointer)"
+        )
+    return db
+
+
 class TieredCheckpointSaver(ThreadedAsync, SqliteSaver):
     """LangGraph's ``SqliteSaver`` over the memory's ``memory.db``: one file holds the deployment.
 
@@ -130,9 +144,10 @@ class TieredCheckpointSaver(ThreadedAsync, SqliteSaver):
     """
 
     def __init__(self, memory: TieredMemory, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(memory.storage.connect(), serde=serde)
+        super().__init__(sqlite_database(memory).connect(), serde=serde)
         # An Event, not a bool: ``with_allowlist`` clones share it with the original.
         self._closed = threading.Event()
+        memory.admin.close_with(self.close)
 
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -203,7 +218,7 @@ class LoopBoundSync(_SaverMixin):
         previous = state.loop
         if previous is not None and not previous.is_closed() and previous.is_running():
             raise StorageError(
-                "memory.async_checkpointer is in use by another running event loop; use "
+                "the async checkpointer is in use by another running event loop; use "
                 "one event loop per TieredMemory, or memory.checkpointer from threads"
             )
         # An asyncio.Lock belongs to the loop that first waits on it.
@@ -216,7 +231,7 @@ class LoopBoundSync(_SaverMixin):
         loop: asyncio.AbstractEventLoop | None = self._state.loop
         if loop is None or loop.is_closed() or not loop.is_running():
             raise StorageError(
-                "memory.async_checkpointer's sync methods (used by invoke/get_state) work only "
+                "the async checkpointer's sync methods (used by invoke/get_state) work only "
                 "from another thread while its event loop runs; use ainvoke/aget_state, or "
                 "memory.checkpointer for sync graphs"
             )
@@ -227,7 +242,7 @@ class LoopBoundSync(_SaverMixin):
         if running is loop:
             # Blocking the loop on work queued to that same loop would never return.
             raise StorageError(
-                "a sync call to memory.async_checkpointer from its own event loop would block "
+                "a sync call to the async checkpointer from its own event loop would block "
                 "it; use the async methods (aget_tuple, ainvoke, aget_state, ...)"
             )
         return loop
@@ -290,7 +305,7 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
     """LangGraph's ``AsyncSqliteSaver`` over the memory's ``memory.db``: one file holds the
     deployment.
 
-    ``graph.compile(checkpointer=memory.async_checkpointer)`` for ``ainvoke``/``astream``.
+    ``graph.compile(checkpointer=AsyncTieredCheckpointSaver(memory))`` for ``ainvoke``/``astream``.
     The ``aiosqlite`` connection opens on first use, inside the event loop that uses it; a
     later ``asyncio.run`` may use the saver once the earlier loop has finished. As with
     ``AsyncSqliteSaver``, the sync methods work only from another thread while that loop
@@ -307,8 +322,9 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
         # Not AsyncSqliteSaver.__init__: it needs a connection and a running loop now.
         BaseCheckpointSaver.__init__(self, serde=serde)
         self.jsonplus_serde = JsonPlusSerializer()
-        self._storage = memory.storage
+        self._db = sqlite_database(memory)
         self._state = _AsyncState()
+        memory.admin.close_with(self.close)
 
     # AsyncSqliteSaver reads these as attributes; here they live in the shared state.
 
@@ -350,7 +366,7 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
                 if state.closed:
                     raise MemoryClosedError(_CLOSED)
                 if state.conn is None:
-                    state.conn = await self._storage.aconnect()
+                    state.conn = await self._db.aconnect()
         await super().setup()
 
     async def adelete_thread(self, thread_id: str) -> None:

@@ -2,13 +2,13 @@
 
 langgraph-checkpoint-postgres's own savers, on connection pools of the memory's database
 (``checkpoints``, ``checkpoint_blobs``, ``checkpoint_writes``: LangGraph's tables, which
-a plain ``PostgresSaver`` on the same database reads too). ``memory.forget`` deletes their
+a plain ``PostgresSaver`` on the same database reads too). ``memory.admin.forget`` deletes their
 rows with everything else, in the forget's transaction.
 
 - :class:`PostgresTieredCheckpointSaver` (``memory.checkpointer``) is ``PostgresSaver`` on a
   pool; its async methods run the sync ones in a worker thread, so it serves ``ainvoke``
   graphs too.
-- :class:`AsyncPostgresTieredCheckpointSaver` (``memory.async_checkpointer``) is
+- :class:`AsyncPostgresTieredCheckpointSaver` (``AsyncPostgresTieredCheckpointSaver(memory)``) is
   ``AsyncPostgresSaver`` whose async pool opens on first use inside the running event loop
   (an async pool belongs to the loop that opened it).
 
@@ -48,7 +48,7 @@ logger = logging.getLogger("langchain_tiered_memory")
 def _database(memory: TieredMemory) -> PostgresDatabase:
     from ..storage import PostgresDatabase
 
-    db = memory.storage.db
+    db = memory.admin.database()
     if not isinstance(db, PostgresDatabase):  # pragma: no cover - picked by the factory
         raise StorageError("the PostgreSQL checkpointer needs a memory opened with database_url=")
     return db
@@ -72,6 +72,7 @@ class PostgresTieredCheckpointSaver(ThreadedAsync, PostgresSaver):
         # An Event, not a bool: ``with_allowlist`` clones share it with the original.
         self._closed = threading.Event()
         self.setup()
+        memory.admin.close_with(self.close)
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
@@ -103,7 +104,7 @@ class _AsyncPoolState:
 class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
     """LangGraph's ``AsyncPostgresSaver`` on the memory's database.
 
-    ``graph.compile(checkpointer=memory.async_checkpointer)`` for ``ainvoke``/``astream``.
+    ``graph.compile(checkpointer=AsyncPostgresTieredCheckpointSaver(memory))`` for ``ainvoke``/``astream``.
     The async pool opens on first use, inside the event loop that uses it; a later
     ``asyncio.run`` may use the saver once the earlier loop has finished. The sync methods
     work only from another thread while that loop runs; sync graphs should use
@@ -123,6 +124,7 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
         self.supports_pipeline = Capabilities().has_pipeline()
         self._db = _database(memory)
         self._state = _AsyncPoolState()
+        memory.admin.close_with(self.close)
 
     # AsyncPostgresSaver reads these as attributes; here they live in the shared state.
 

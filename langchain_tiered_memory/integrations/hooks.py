@@ -1,9 +1,11 @@
 """Hooks for LangGraph's ``create_react_agent``: the budgeted context in, the turn recorded out.
 
+    from langchain_tiered_memory import post_model_hook, pre_model_hook
+
     agent = create_react_agent(
         model, tools,
-        pre_model_hook=memory.pre_model_hook,
-        post_model_hook=memory.post_model_hook,
+        pre_model_hook=pre_model_hook(memory),
+        post_model_hook=post_model_hook(memory),
         checkpointer=memory.checkpointer,
     )
     agent.invoke({"messages": [("user", "hi")]},
@@ -99,7 +101,7 @@ def record_new(
                 f"messages[{i}] ({type(m).__name__}) has no id; reduce the state key with "
                 "langgraph's add_messages, which gives every message one"
             )
-    known = memory.recorded_ids(user_id, thread_id, [str(m.id) for m in messages])
+    known = memory.threads.recorded_ids(user_id, thread_id, [str(m.id) for m in messages])
     new = [m for m in messages if m.id not in known]
     if new:
         memory.after_turn(user_id, thread_id, new, extract=extract)
@@ -144,7 +146,7 @@ def budgeted_context(
 def pre_model_hook(memory: TieredMemory) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """The ``pre_model_hook`` of ``create_react_agent`` for ``memory`` (see the module doc).
 
-    Use ``memory.pre_model_hook``, which caches it. Async graphs run it in a worker thread.
+    Build it once per memory and agent. Async graphs run it in a worker thread.
     """
 
     def tiered_memory_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -158,7 +160,7 @@ def pre_model_hook(memory: TieredMemory) -> Callable[[Any, RunnableConfig], dict
 def post_model_hook(memory: TieredMemory) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """The ``post_model_hook`` of ``create_react_agent`` for ``memory`` (see the module doc).
 
-    Use ``memory.post_model_hook``, which caches it. Returns no state update.
+    Build it once per memory and agent. Returns no state update.
     """
 
     def tiered_memory_post_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 So ``graph.compile(store=memory.store)``, ``get_store()`` in a node, and store-based tools
 (LangMem's ``create_manage_memory_tool`` / ``create_search_memory_tool``) work on the same
-data as ``memory.search``:
+data as ``memory.memories.search``:
 
 - a namespace ``("memories", user_id, *sub)`` holds that user's long-term memories — each
   item is the address (namespace, key, value as put) of a memory, which owns the text and
@@ -98,15 +98,15 @@ class TieredMemoryStore(BaseStore):
 
     - A put stores exactly one memory — never merged into a near-duplicate — whose text is
       the value's ``content`` string (else the ``index`` fields' text, else the value as
-      JSON), with its ``memory_type``/``importance`` when valid; ``memory.search``,
+      JSON), with its ``memory_type``/``importance`` when valid; ``memory.memories.search``,
       ``list_memories`` and ``get_memory`` see it. A key that is a UUID, at ``sub == ()``, is
       the memory's id (LangMem's keys); another key maps to a stable UUID. Once the memory
-      changed after the put (``memory.update_memory``, a merge), ``get`` shows its current
+      changed after the put (``memory.memories.update``, a merge), ``get`` shows its current
       ``content`` — and ``memory_type``/``importance`` if the value has those keys. A memory
-      made by ``memory.remember`` lives at ``sub == ()`` under its id and reads as
+      made by ``memory.memories.remember`` lives at ``sub == ()`` under its id and reads as
       ``{"content", "memory_type", "importance"}``. An overwrite keeps the type and
       importance the value does not set.
-    - A ``query`` search is ``memory.search`` (recall ranked by relevance; at most 100
+    - A ``query`` search is ``memory.memories.search`` (recall ranked by relevance; at most 100
       candidates; recalled memories count as recalled).
     - Memories live until forgotten, evicted by capacity or merged into: a ``ttl`` on a
       memories put is refused (a ``ttl=`` config's ``default_ttl`` does not apply to them).
@@ -188,12 +188,12 @@ class TieredMemoryStore(BaseStore):
         row = self.memory.items.get(namespace, key)
         if row is not None and row.memory_id is not None:
             try:
-                return self.memory.get_memory(user, row.memory_id), row
+                return self.memory.memories.get(user, row.memory_id), row
             except NotFoundError:
                 return None
         if namespace == (MEMORIES, user) and _is_uuid(key):
             try:
-                entry = self.memory.get_memory(user, key)
+                entry = self.memory.memories.get(user, key)
             except NotFoundError:
                 return None
             if not self.memory.items.by_memory([entry.id]):
@@ -216,7 +216,7 @@ class TieredMemoryStore(BaseStore):
         if not op.query:
             found = [search_item(r) for r in rows[op.offset : op.offset + op.limit]]
         else:
-            # Searched by its beginning, as memory.search() does: a 10 MB query would take
+            # Searched by its beginning, as memory.memories.search() does: a 10 MB query would take
             # seconds to tokenize, and the model reads its first 256 tokens anyway.
             query = np.asarray(self._embedder().embed_query(check_query(op.query)), dtype=float)
             scored, scoreless = [], []
@@ -238,7 +238,7 @@ class TieredMemoryStore(BaseStore):
         end = op.offset + op.limit
         ranked: list[tuple[Item, float | None]]
         if op.query:
-            hits = self.memory.search(user, op.query, k=min(MAX_K, max(end * 3, 10)))
+            hits = self.memory.memories.search(user, op.query, k=min(MAX_K, max(end * 3, 10)))
             addresses = self.memory.items.by_memory([h.entry.id for h in hits])
             ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score) for h in hits]
         else:
@@ -254,7 +254,7 @@ class TieredMemoryStore(BaseStore):
 
     def _listing(self, user: str, prefix: tuple[str, ...]) -> list[Item]:
         """The user's memory items under ``prefix`` in InMemoryStore's order; memories made
-        by ``memory.remember`` (no store address) sit in ``("memories", user)``, in the order
+        by ``memory.memories.remember`` (no store address) sit in ``("memories", user)``, in the order
         they were made among that namespace's items."""
         rows = by_namespace(self.memory.items.under(prefix))
         entries = {e.id: e for e in self._user_memories(user)} if rows or len(prefix) == 2 else {}
@@ -275,7 +275,7 @@ class TieredMemoryStore(BaseStore):
     def _user_memories(self, user: str) -> list[MemoryEntry]:
         out: list[MemoryEntry] = []
         while True:
-            page = self.memory.list_memories(user, limit=1_000, offset=len(out))
+            page = self.memory.memories.list(user, limit=1_000, offset=len(out))
             out += page
             if len(page) < 1_000:
                 return out
@@ -328,7 +328,7 @@ class TieredMemoryStore(BaseStore):
             # with it, would not.
             self.memory.items.delete(namespace, op.key)
             if found is not None:
-                self.memory.forget(user_id=user, memory_id=found[0].id)
+                self.memory.memories.forget(user_id=user, memory_id=found[0].id)
             return
         value = dict(op.value)
         text = value.get("content")
@@ -344,13 +344,13 @@ class TieredMemoryStore(BaseStore):
         if found is not None:
             entry = found[0]
             # Unless the value says otherwise, an overwrite keeps what the memory had.
-            self.memory.update_memory(user, entry.id, content=text, memory_type=kind, importance=importance)
+            self.memory.memories.update(user, entry.id, content=text, memory_type=kind, importance=importance)
             self.memory.items.put(namespace, op.key, value, memory_id=entry.id)
             return
         ids = _memory_ids(user, sub, op.key)
         for i, memory_id in enumerate(ids):
             try:
-                made = self.memory.remember(
+                made = self.memory.memories.remember(
                     user, text, memory_type=kind or "fact", importance=0.5 if importance is None else importance,
                     memory_id=memory_id, merge=False,
                 )
@@ -370,12 +370,7 @@ class TieredMemoryStore(BaseStore):
             if embed is not None:
                 self._embeddings = ensure_embeddings(embed)
             else:
-                model = self.memory.embeddings
-                if model is None:
-                    from ..embeddings import default_embeddings
-
-                    model = self.memory.embeddings = default_embeddings()
-                self._embeddings = model
+                self._embeddings = self.memory.admin.embeddings
         return self._embeddings
 
 
@@ -402,7 +397,7 @@ def _memory_ids(user: str, sub: tuple[str, ...], key: str) -> list[str]:
 def _memory_item(entry: MemoryEntry, row: StoreRow | None) -> Item:
     """A memory as a store item: the value as put, updated where the memory changed since."""
     user = entry.user_id
-    if row is None:  # made by memory.remember, not by a put
+    if row is None:  # made by memory.memories.remember, not by a put
         value = {"content": entry.content, "memory_type": entry.memory_type, "importance": entry.importance}
         updated = entry.updated_at or entry.created_at
         return Item(value=value, key=entry.id, namespace=(MEMORIES, user), created_at=entry.created_at,

@@ -1,7 +1,7 @@
 """Tools an agent uses to edit its own long-term memory: ``remember``, ``recall``, ``forget``.
 
     tools = create_memory_tools(memory)
-    agent = create_react_agent(model, tools, pre_model_hook=memory.pre_model_hook, ...)
+    agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(memory), ...)
 
 As Letta's agents do, the model decides what to keep. Each tool acts for the user in
 ``config["configurable"]["user_id"]`` of the run (the config LangChain injects into tools);
@@ -58,7 +58,7 @@ def create_memory_tools(memory: TieredMemory) -> list[BaseTool]:
     ) -> str:
         user_id, thread_id = _user(config)
         try:
-            memory_id = memory.remember(user_id, content, memory_type, importance, session_id=thread_id)
+            memory_id = memory.memories.remember(user_id, content, memory_type, importance, session_id=thread_id)
         except InvalidInputError as exc:
             raise ToolException(f"Nothing was stored: {exc}") from exc
         return f"Remembered as memory {memory_id} ({memory_type}, importance {importance:.1f})."
@@ -70,7 +70,7 @@ def create_memory_tools(memory: TieredMemory) -> list[BaseTool]:
     ) -> str:
         user_id, _ = _user(config)
         try:
-            hits = memory.search(user_id, query, k=k)
+            hits = memory.memories.search(user_id, query, k=k)
         except InvalidInputError as exc:
             raise ToolException(f"Recall failed: {exc}") from exc
         if not hits:
@@ -87,7 +87,7 @@ def create_memory_tools(memory: TieredMemory) -> list[BaseTool]:
         config: RunnableConfig,
     ) -> str:
         user_id, _ = _user(config)
-        deleted = memory.forget(user_id=user_id, memory_id=memory_id)["memories"]
+        deleted = memory.memories.forget(user_id=user_id, memory_id=memory_id)["memories"]
         if not deleted:
             raise ToolException(f"There is no memory {memory_id!r}; nothing was deleted. Use recall to find ids.")
         return f"Forgot memory {memory_id}."

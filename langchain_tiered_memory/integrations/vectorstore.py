@@ -1,7 +1,7 @@
-"""One user's long-term memories as a LangChain ``VectorStore`` (``memory.as_vectorstore``).
+"""One user's long-term memories as a LangChain ``VectorStore`` (``MemoryVectorStore(memory, user_id)``).
 
 For code written against the ``VectorStore`` interface (retrievers, RAG chains): texts
-added are memories of that user, searches are ``memory.search`` (the same ranking, the
+added are memories of that user, searches are ``memory.memories.search`` (the same ranking, the
 recall counted), deletes are forgets. Works on the embedded index and on a server alike.
 """
 
@@ -31,7 +31,7 @@ class MemoryVectorStore(VectorStore):
     @property
     def embeddings(self) -> Embeddings | None:
         """The memory's embeddings."""
-        return self.memory.embeddings
+        return self.memory.admin.embeddings
 
     def add_texts(
         self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
@@ -50,11 +50,11 @@ class MemoryVectorStore(VectorStore):
             if ids is not None:
                 item["memory_id"] = ids[i]
             items.append(item)
-        return self.memory.remember_many(self.user_id, items)
+        return self.memory.memories.remember_many(self.user_id, items)
 
     def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> list[tuple[Document, float]]:
         """The best memories for ``query`` with their scores."""
-        hits = self.memory.search(self.user_id, query, k=k, **kwargs)
+        hits = self.memory.memories.search(self.user_id, query, k=k, **kwargs)
         return [(_document(h.entry), h.score) for h in hits]
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
@@ -69,7 +69,7 @@ class MemoryVectorStore(VectorStore):
         if not ids:
             raise InvalidInputError("delete() needs the ids of the memories to forget")
         for memory_id in ids:
-            self.memory.forget(user_id=self.user_id, memory_id=memory_id)
+            self.memory.memories.forget(user_id=self.user_id, memory_id=memory_id)
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -77,7 +77,7 @@ class MemoryVectorStore(VectorStore):
         out = []
         for memory_id in ids:
             try:
-                out.append(_document(self.memory.get_memory(self.user_id, memory_id)))
+                out.append(_document(self.memory.memories.get(self.user_id, memory_id)))
             except NotFoundError:
                 continue
         return out
@@ -86,8 +86,8 @@ class MemoryVectorStore(VectorStore):
     def from_texts(
         cls, texts: list[str], embedding: Embeddings, metadatas: list[dict[str, Any]] | None = None, **kwargs: Any
     ) -> MemoryVectorStore:
-        """Not supported: open one with ``memory.as_vectorstore(user_id)``."""
-        raise InvalidInputError("a MemoryVectorStore belongs to a memory: use memory.as_vectorstore(user_id)")
+        """Not supported: open one with ``MemoryVectorStore(memory, user_id)``."""
+        raise InvalidInputError("a MemoryVectorStore belongs to a memory: use MemoryVectorStore(memory, user_id)")
 
 
 def _document(entry: MemoryEntry) -> Document:

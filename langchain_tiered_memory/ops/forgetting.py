@@ -150,7 +150,7 @@ class Forgetter:
             "for over %g s (in this process, e.g. a checkpointer list() iterator not run to its "
             "end, or in another process) keeps the write-ahead log from being truncated. The "
             "frames go once it ends: this memory retries on its upkeep, at close and on the next "
-            "open, or call memory.scrub() when the readers are done",
+            "open, or call memory.admin.scrub() when the readers are done",
             self._storage.location, waited,
         )
 

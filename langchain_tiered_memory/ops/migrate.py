@@ -19,11 +19,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..config import MemoryConfig
-from ..errors import DataDirError
+from ..errors import ConfigError, DataDirError
+from ..index.recall_index import RecallIndex
 from ..storage import DB_FILENAME, Storage
 from ..storage.copying import claim_target, copy_tables, row_counts
 
@@ -67,29 +69,62 @@ def migrate(
         InvalidInputError: the database already holds another memory.
         StorageError, VectorStoreError: either side cannot be used.
     """
-    from ..memory import TieredMemory
-
     path = Path(data_dir)
     if not (path / DB_FILENAME).is_file():
         raise DataDirError(f"no memory at {path} (no {DB_FILENAME}); pass the directory to migrate with --data-dir")
     step = progress or (lambda name, total, done: None)
     source = Storage.open(path)
     try:
-        # "external": this process copies; jobs carried over wait for the deployment's workers.
-        target = TieredMemory(
-            config=MemoryConfig(job_mode="external"), embeddings=embeddings, database_url=database_url,
-            qdrant_url=qdrant_url, qdrant_api_key=qdrant_api_key, qdrant_client=qdrant_client,
-        )
+        target = _Target(database_url, qdrant_url, qdrant_api_key, qdrant_client, embeddings)
         try:
             report = MigrationReport()
             _copy_records(source, target.storage, step, report)
-            _copy_checkpoints(source, target, step, report)
+            _copy_checkpoints(source, target.storage, step, report)
             _index(target, step, report)
             return report
         finally:
             target.close()
     finally:
         source.close()
+
+
+class _Target:
+    """The deployment copied to: the database, and the recall index on the Qdrant server with
+    the record families it indexes (as a memory opens them, without its layers' reading side)."""
+
+    def __init__(
+        self, database_url: str, qdrant_url: str | None, qdrant_api_key: str | None, qdrant_client: Any,
+        embeddings: Any,
+    ) -> None:
+        from ..embeddings import CachedQueryEmbeddings, default_embeddings
+        from ..layers.episodes import EpisodeLayer
+        from ..layers.facts import FactLayer
+        from ..recall.dialogue import DialogueLayer
+        from ..tokens import make_counter
+
+        config = MemoryConfig()
+        if qdrant_url is None and qdrant_client is None:
+            raise ConfigError("migrate needs qdrant_url= (or qdrant_client=): the vectors go to a Qdrant server")
+        self.storage = Storage.open_url(database_url, decay=config.decay)
+        try:
+            model = CachedQueryEmbeddings(embeddings if embeddings is not None else default_embeddings())
+            self.index = RecallIndex(None, self.storage, lambda: model, url=qdrant_url, api_key=qdrant_api_key,
+                                     client=qdrant_client)
+            now, counter = (lambda: datetime.now(timezone.utc)), make_counter(None)
+            self.index.add_source(FactLayer(self.storage, self.index, config, clock=now, counter=counter,
+                                            evict=lambda user_id, ids: 0))
+            self.index.add_source(EpisodeLayer(self.storage, self.index, counter, max_tokens=config.episodes_max_tokens,
+                                               k=config.episodes_k, threshold=config.score_threshold))
+            self.index.add_source(DialogueLayer(self.storage))
+        except BaseException:
+            self.storage.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.index.close()
+        finally:
+            self.storage.close()
 
 
 def _copy_records(source: Storage, target: Storage, step: Progress, report: MigrationReport) -> None:
@@ -101,14 +136,21 @@ def _copy_records(source: Storage, target: Storage, step: Progress, report: Migr
     report.counts.update({table: (n, after[table]) for table, n in before.items()})
 
 
-def _copy_checkpoints(source: Storage, target: Any, step: Progress, report: MigrationReport) -> None:
+def _copy_checkpoints(source: Storage, target: Storage, step: Progress, report: MigrationReport) -> None:
     expected = source.checkpoints.counts()
     if expected["checkpoints"]:
+        from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from ..storage import PostgresDatabase
 
         conn = source.connect()
         try:
-            reader, writer = SqliteSaver(conn), target.checkpointer
+            assert isinstance(target.db, PostgresDatabase)
+            # LangGraph's own savers on both sides (the writer on the database's saver pool,
+            # closed with it); setup() creates LangGraph's tables by its own migrations.
+            reader, writer = SqliteSaver(conn), PostgresSaver(target.db.saver_pool())  # type: ignore[arg-type]
+            writer.setup()
             step("checkpoints", expected["checkpoints"], 0)
             for item in reader.list(None):
                 configurable = dict(item.config["configurable"])
@@ -127,12 +169,12 @@ def _copy_checkpoints(source: Storage, target: Any, step: Progress, report: Migr
         finally:
             with contextlib.suppress(Exception):
                 conn.close()
-    got = target.storage.checkpoints.counts()
+    got = target.checkpoints.counts()
     report.counts.update({name: (n, got[name]) for name, n in expected.items()})
 
 
-def _index(target: Any, step: Progress, report: MigrationReport) -> None:
-    index, storage = target._index, target.storage
+def _index(target: _Target, step: Progress, report: MigrationReport) -> None:
+    index, storage = target.index, target.storage
     step("vectors", storage.unindexed_count(), 0)
     while done := index.sync(limit=256):
         step("vectors", 0, done)

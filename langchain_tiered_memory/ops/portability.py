@@ -1,4 +1,8 @@
-"""Export and import of one user's memory as JSON Lines (``tiered-memory export`` / ``import``).
+"""Export and import of one user's memory (``memory.admin.export_user`` / ``import_user``,
+and as JSON Lines, ``tiered-memory export`` / ``import``): their one home.
+
+:func:`export_user` and :func:`import_user` move a user's rows out of and into the database
+(earlier formats through ``legacy.py``); the rest writes and reads them as a file.
 
 One JSON object a line, each with a ``type``: first a ``header`` (format name and version,
 the user, when it was written), then ``thread``, ``message``, ``summary``, ``entity``,
@@ -11,21 +15,32 @@ anything, and the relational part is written in one transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TextIO
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from ..layers.entities import name_key
+from ..entries import check_id
 from ..errors import InvalidInputError, NotFoundError
+from ..layers.entities import name_key
+from ..storage.rows import MemoryRow
 from ..storage.store_items import names_user
+from .legacy import memory_record, prepare_import
 
 if TYPE_CHECKING:
-    from ..memory import TieredMemory
+    from langchain_core.messages import BaseMessage
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "export_jsonl", "import_jsonl", "load_jsonl", "read_jsonl"]
+    from ..index.recall_index import RecallIndex
+    from ..storage import Storage
+    from ..storage.rows import NewMessage
+
+__all__ = [
+    "FORMAT", "FORMAT_VERSION", "export_jsonl", "export_user", "import_jsonl", "import_user", "load_jsonl",
+    "read_jsonl",
+]
 
 #: The ``format`` of the header line, and the version this package writes.
 FORMAT = "langchain-tiered-memory-export"
@@ -35,7 +50,7 @@ READ_VERSIONS = (1, 2)
 #: Fields of a memory line besides :class:`MemoryEntry`'s (format 2).
 _MEMORY_EXTRA = ("subject", "mergeable")
 
-#: Record type of each line, and the key of :meth:`TieredMemory.export_user`'s data it holds.
+#: Record type of each line, and the key of ``memory.admin.export_user``'s data it holds.
 _KINDS: dict[str, str] = {
     "thread": "threads",
     "message": "messages",
@@ -159,27 +174,85 @@ _MODELS: dict[str, type[_Record]] = {
 }
 
 
+#: Records indexed per progress step of an import (four embedding batches).
+_IMPORT_PASS = 256
+
+
+class Exports(Protocol):
+    """What :func:`export_jsonl` reads from: ``memory.admin``."""
+
+    def export_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]: ...
+
+
+class Imports(Protocol):
+    """What :func:`import_jsonl` writes to: ``memory.admin``."""
+
+    def import_user(self, user_id: str, data: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, int]: ...
+
+
+# --- the rows of a user -------------------------------------------------------------------
+
+
+def export_user(storage: Storage, user_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Everything stored of the user as JSON-ready data (what ``memory.admin.export_user``
+    returns): the database's rows, memories as :class:`MemoryEntry` fields."""
+    check_id("user_id", user_id)
+    data = storage.portability.export_user(user_id)
+    data["memories"] = [memory_record(MemoryRow(**row)) for row in data["memories"]]
+    return data
+
+
+def import_user(
+    storage: Storage,
+    index: RecallIndex,
+    user_id: str,
+    data: Mapping[str, Sequence[dict[str, Any]]],
+    *,
+    serialise: Callable[[BaseMessage], NewMessage],
+    embed_value: Callable[[Mapping[str, Any]], dict[str, list[float]] | None],
+    counter: str,
+    now: datetime,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, int]:
+    """Restore what :func:`export_user` returned (either format), then index it; returns
+    counts of what was written (see ``memory.admin.import_user``)."""
+    check_id("user_id", user_id)
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(f"data must be what export_user returned (a dict), got {type(data).__name__}")
+    rows = prepare_import(user_id, data, serialise, embed_value)
+    counts = storage.portability.import_user(user_id, rows, counter=counter, now=now.isoformat())
+    if index.available():
+        total = storage.unindexed_count()
+        # Bounded passes (a few embedding batches each) rather than one, to report
+        # progress; counted by what is left, since a background worker may index too.
+        while index.sync(limit=_IMPORT_PASS):
+            if progress is not None:
+                left = storage.unindexed_count()
+                total = max(total, left)
+                progress(total - left, total)
+    return counts
+
+
 # --- export -----------------------------------------------------------------------------
 
 
-def export_jsonl(memory: TieredMemory, user_id: str, out: TextIO) -> dict[str, int]:
-    """Write everything stored of ``user_id`` to ``out`` as JSON Lines; returns counts per kind.
+def export_jsonl(memory: Exports, user_id: str, out: TextIO) -> dict[str, int]:
+    """Write everything stored of ``user_id`` in ``memory`` (``memory.admin``) to ``out``
+    as JSON Lines; returns counts per kind.
 
     Raises :class:`NotFoundError` when the memory holds nothing of the user (a typo in
     the id should not produce an empty file that looks like a backup).
     """
-    from .. import __version__
-
     data = memory.export_user(user_id)
     counts = {key: len(data.get(key, ())) for key in _KINDS.values()}
     if not any(counts.values()):
         raise NotFoundError(
-            f"user {user_id!r} has nothing stored in {memory.data_dir}; check the user id "
+            f"user {user_id!r} has nothing stored in this memory; check the user id "
             "(tiered-memory stats lists how many users there are)"
         )
     header = {
         "type": "header", "format": FORMAT, "version": FORMAT_VERSION, "user_id": user_id,
-        "exported_at": datetime.now(timezone.utc).isoformat(), "package_version": __version__,
+        "exported_at": datetime.now(timezone.utc).isoformat(), "package_version": _package_version(),
         "counts": counts,
     }
     out.write(_line(header))
@@ -192,6 +265,15 @@ def export_jsonl(memory: TieredMemory, user_id: str, out: TextIO) -> dict[str, i
     return counts
 
 
+def _package_version() -> str | None:
+    # From the installed distribution: the package root (which holds ``__version__``) is
+    # above this module, and a header without it still reads.
+    try:
+        return metadata.version("langchain-tiered-memory")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
 
@@ -199,8 +281,8 @@ def _line(obj: dict[str, Any]) -> str:
 # --- import -----------------------------------------------------------------------------
 
 
-def import_jsonl(memory: TieredMemory, source: str | Path | TextIO) -> tuple[str, dict[str, int]]:
-    """Restore a file written by :func:`export_jsonl` into ``memory``.
+def import_jsonl(memory: Imports, source: str | Path | TextIO) -> tuple[str, dict[str, int]]:
+    """Restore a file written by :func:`export_jsonl` into ``memory`` (``memory.admin``).
 
     ``source`` is a path or an open text stream. Returns the user id and counts of what was
     written. Every line is checked first; a problem raises :class:`InvalidInputError`
@@ -223,7 +305,7 @@ def load_jsonl(source: str | Path | TextIO) -> tuple[str, dict[str, list[dict[st
 
 
 def read_jsonl(lines: Iterable[str], source: str = "<input>") -> tuple[str, dict[str, list[dict[str, Any]]]]:
-    """Parse and check an export: the user id and the data :meth:`TieredMemory.import_user` takes."""
+    """Parse and check an export: the user id and the data ``memory.admin.import_user`` takes."""
     header: _Header | None = None
     data: dict[str, list[dict[str, Any]]] = {key: [] for key in _KINDS.values()}
     where: dict[str, list[int]] = {key: [] for key in _KINDS.values()}

@@ -22,8 +22,8 @@ with TieredMemory(out, cfg, embeddings=HashingEmbeddings()) as m:
     m.after_turn("alice", "t1", [HumanMessage("My name is Alice, I live in Paris and I prefer green tea.", id="m1"),
                                  AIMessage("Noted, Alice.", id="m2")])
     m.after_turn("alice", "t1", [HumanMessage("My budget for the trip is 3000 euros.", id="m3"), AIMessage("Got it.", id="m4")])
-    m.remember("alice", "user: I prefer window seats on trains", "preference", importance=0.8, metadata={"src": "manual"})
-    m.remember("bob", "user: my sister lives in Porto", "fact", importance=0.6)
+    m.memories.remember("alice", "user: I prefer window seats on trains", "preference", importance=0.8, metadata={"src": "manual"})
+    m.memories.remember("bob", "user: my sister lives in Porto", "fact", importance=0.6)
     m.store.put(("memories", "alice"), "seat-pref", {"content": "Alice books aisle seats on planes", "importance": 0.7})
     m.store.put(("profiles", "alice"), "p", {"tz": "Europe/Paris"})
     m.end_session("alice", "t1")

@@ -58,7 +58,7 @@ def integrity(db_path: Path) -> list[str]:
 def index_problems(memory: Any) -> list[str]:
     """Whether the recall index matches its owner after the upkeep: every record marked
     indexed has its point, no record waits, and no point is left without a record."""
-    db = memory.storage.db
+    db = memory._parts.storage.db
     with db.read() as tx:
         memories = tx.column("SELECT id FROM memories WHERE indexed = 1")
         episodes = tx.column("SELECT id FROM episodes WHERE indexed = 1")
@@ -66,7 +66,7 @@ def index_problems(memory: Any) -> list[str]:
         waiting = tx.scalar("SELECT (SELECT COUNT(*) FROM memories WHERE indexed != 1) + "
                             "(SELECT COUNT(*) FROM episodes WHERE indexed != 1) + "
                             "(SELECT COUNT(*) FROM units WHERE indexed != 1)")
-    backend = memory._index.backend()
+    backend = memory._parts.index.backend()
     ids = memories + episodes + units
     found = {r.id for r in backend.retrieve(ids)} if ids else set()
     problems = []
@@ -82,7 +82,7 @@ def index_problems(memory: Any) -> list[str]:
 def applied_twice(memory: Any) -> list[str]:
     """Signs that a job's result was applied twice: the same attribute value learned twice
     from the same message, or a job's memory stored twice."""
-    with memory.storage.db.read() as tx:
+    with memory._parts.storage.db.read() as tx:
         attrs = tx.all(
             "SELECT entity_id, key, value, source_message, COUNT(*) FROM entity_attributes "
             "WHERE source_message IS NOT NULL GROUP BY 1, 2, 3, 4 HAVING COUNT(*) > 1"

@@ -39,7 +39,7 @@ def worker(path: str, proc: int, ops: int, seed: int) -> None:
     from langchain_tiered_memory.embeddings import HashingEmbeddings
 
     memory = TieredMemory(path, MemoryConfig(job_mode="background"), embeddings=HashingEmbeddings())
-    holder = memory.stats()["index"]["held_elsewhere"] is None
+    holder = memory.admin.stats()["index"]["held_elsewhere"] is None
     print(json.dumps({"ready": True, "holder": holder}), flush=True)
     sys.stdin.readline()  # go
     acked: dict[str, list[str]] = {}
@@ -77,20 +77,20 @@ def worker(path: str, proc: int, ops: int, seed: int) -> None:
                     if holder and context.degraded:
                         problems.append(f"{thread}: the holder's context is degraded: {context.degraded}")
                 elif op == "get":
-                    log = [m.id for m in memory.get_messages(user, thread)]
+                    log = [m.id for m in memory.threads.messages(user, thread)]
                     if log != acked.get(thread, []):
                         problems.append(f"{thread}: the log is not what was acknowledged")
                 elif op == "remember":
-                    memories.append(memory.remember(user, f"user: {user} fact {n} about item {rnd.randint(0, 9)}"))
+                    memories.append(memory.memories.remember(user, f"user: {user} fact {n} about item {rnd.randint(0, 9)}"))
                 elif op == "search":
-                    for hit in memory.search(user, f"fact about item {rnd.randint(0, 9)}", peek=rnd.random() < 0.5):
+                    for hit in memory.memories.search(user, f"fact about item {rnd.randint(0, 9)}", peek=rnd.random() < 0.5):
                         if hit.entry.user_id != user:
                             problems.append(f"{user}: search returned another user's memory")
                 elif op == "forget_thread":
-                    memory.forget(user_id=user, thread_id=thread)
+                    memory.admin.forget(user_id=user, thread_id=thread)
                     acked[thread] = []
                 elif op == "forget_memory" and memories:
-                    memory.forget(user_id=user, memory_id=memories.pop(rnd.randrange(len(memories))))
+                    memory.memories.forget(user_id=user, memory_id=memories.pop(rnd.randrange(len(memories))))
             except ShardLockedError:
                 if holder or op != "search":
                     problems.append(f"{op}: ShardLockedError where none is documented")
@@ -119,7 +119,7 @@ def run(path: Path, *, ops: int, seed: int) -> Figures:
     figures = Figures("concurrency")
     start = time.monotonic()
     with TieredMemory(path, MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()) as memory:
-        memory.remember("setup", "user: the index exists before the workers open it")
+        memory.memories.remember("setup", "user: the index exists before the workers open it")
     procs = []
     for p in range(2):  # one after the other: the first holds the shard
         proc = subprocess.Popen(
@@ -160,14 +160,14 @@ def run(path: Path, *, ops: int, seed: int) -> Figures:
             problems.append("the final flush did not finish")
         for thread, ids in acked.items():
             user = thread.rsplit("-", 1)[0]
-            log = [m.id for m in memory.get_messages(user, thread)]
+            log = [m.id for m in memory.threads.messages(user, thread)]
             if log != ids:
                 lost = len(set(ids) - set(log))
                 problems.append(f"{thread}: {lost} acknowledged lost, {len(log) - len(set(log))} doubled, "
                                 f"{len(set(log) - set(ids))} unexpected")
-        jobs = memory.stats()["jobs"]
+        jobs = memory.admin.stats()["jobs"]
         if jobs["pending"] or jobs["running"] or jobs["stale"] or jobs["failed"]:
-            problems.append(f"jobs not all done: {jobs} {memory.stats()['failed_jobs'][:2]}")
+            problems.append(f"jobs not all done: {jobs} {memory.admin.stats()['failed_jobs'][:2]}")
         problems += applied_twice(memory)
         problems += index_problems(memory)
     problems += integrity(path / "memory.db")

@@ -92,13 +92,13 @@ def run_fault(path: Path, name: str, kwargs: dict, expect: str, mode: str) -> li
         bound = 1.0 if mode == "background" else ATTEMPTS * (TIMEOUT + 0.5) + 1.0
         if took > bound:
             problems.append(f"{name}/{mode}: after_turn took {took:.1f} s (bound {bound:.1f} s)")
-        if [m.id for m in memory.get_messages("u", "t")] != ["h0", "a0"]:
+        if [m.id for m in memory.threads.messages("u", "t")] != ["h0", "a0"]:
             problems.append(f"{name}/{mode}: the turn's messages were not kept")
         if not memory.flush(timeout=60):
             problems.append(f"{name}/{mode}: flush timed out")
-        stats = memory.stats()
+        stats = memory.admin.stats()
         if expect == "done":
-            if stats["jobs"]["done"] != 1 or memory.entity("u", "Alice") is None:
+            if stats["jobs"]["done"] != 1 or memory.entities.get("u", "Alice") is None:
                 problems.append(f"{name}/{mode}: the job did not recover: {stats['jobs']} {stats['failed_jobs']}")
             if model.calls != 3:
                 problems.append(f"{name}/{mode}: {model.calls} calls, expected 3")
@@ -112,7 +112,7 @@ def run_fault(path: Path, name: str, kwargs: dict, expect: str, mode: str) -> li
                 problems.append(f"{name}/{mode}: {failed[0]['attempts']} attempts, expected {ATTEMPTS}")
         # Messages never go with a failed job; the next turn is stored as ever.
         memory.after_turn("u", "t", turn(1))
-        if len(memory.get_messages("u", "t")) != 4:
+        if len(memory.threads.messages("u", "t")) != 4:
             problems.append(f"{name}/{mode}: a later turn was not stored")
     return problems
 
@@ -154,9 +154,9 @@ def run_poison(path: Path, figures: Figures) -> list[str]:
     from langchain_tiered_memory.embeddings import HashingEmbeddings
 
     with TieredMemory(path, MemoryConfig(job_mode="manual"), embeddings=HashingEmbeddings()) as memory:
-        stats = memory.stats()
+        stats = memory.admin.stats()
         failed = stats["failed_jobs"]
-        if [m.id for m in memory.get_messages("u", "t")] != ["h0", "a0"]:
+        if [m.id for m in memory.threads.messages("u", "t")] != ["h0", "a0"]:
             problems.append("kills-process: the turn's messages were not kept")
         if stats["jobs"]["failed"] != 1 or not failed or "stopped during each" not in (failed[0]["reason"] or ""):
             problems.append(f"kills-process: the job is not failed with its reason: {stats['jobs']} {failed}")

@@ -70,7 +70,7 @@ def store(memory: Any, world: World, user: str, n_turns: int, n_memories: int) -
         ])
         world.tried += 1
     for i in range(n_memories):
-        mid = memory.remember(user, f"user: apple banana note {i} of {mark}", importance=0.9)
+        mid = memory.memories.remember(user, f"user: apple banana note {i} of {mark}", importance=0.9)
         world.memory_ids[mid] = user
         world.tried += 1
     if _store_label(user):
@@ -92,19 +92,19 @@ def check(memory: Any, world: World, user: str) -> list[str]:
         if found:
             escapes.append(f"{what} of {user!r} shows {found}")
 
-    look("search", [h.model_dump(mode="json") for h in memory.search(user, "apple banana note", k=50, peek=True)])
-    look("list_memories", [e.model_dump(mode="json") for e in memory.list_memories(user, limit=1000)])
+    look("search", [h.model_dump(mode="json") for h in memory.memories.search(user, "apple banana note", k=50, peek=True)])
+    look("list_memories", [e.model_dump(mode="json") for e in memory.memories.list(user, limit=1000)])
     if _store_label(user):
         look("store.search", [i.dict() for i in memory.store.search(("memories", user), query="apple banana", limit=50)])
         look("store.list", [i.dict() for i in memory.store.search(("memories", user), limit=1000)])
-    look("entities", [e.__dict__ for e in memory.entities(user)])
-    look("episodes", [h.episode.__dict__ for h in memory.search_episodes(user, "apple banana", k=50)])
-    look("episodes (newest)", [h.episode.__dict__ for h in memory.search_episodes(user, k=50)])
-    look("threads", [t.__dict__ for t in memory.threads(user)])
-    look("export", memory.export_user(user))
+    look("entities", [e.__dict__ for e in memory.entities.list(user)])
+    look("episodes", [h.episode.__dict__ for h in memory.episodes.search(user, "apple banana", k=50)])
+    look("episodes (newest)", [h.episode.__dict__ for h in memory.episodes.search(user, k=50)])
+    look("threads", [t.__dict__ for t in memory.threads.list(user)])
+    look("export", memory.admin.export_user(user))
     for thread in [t for t, owner in world.threads.items() if owner == user][:2]:
         look("memory block", memory.before_turn(user, thread, query="apple banana", peek=True).memory_block)
-        look("messages", [m.text for m in memory.get_messages(user, thread)])
+        look("messages", [m.text for m in memory.threads.messages(user, thread)])
     recall = getattr(memory, "recall", None)
     if callable(recall):  # the recall API, where this branch's facade has it
         try:
@@ -116,7 +116,7 @@ def check(memory: Any, world: World, user: str) -> list[str]:
             continue
         world.tried += 1
         try:
-            memory.get_memory(user, mid)
+            memory.memories.get(user, mid)
             escapes.append(f"get_memory of {user!r} returned {owner!r}'s memory")
         except NotFoundError:
             pass
@@ -125,7 +125,7 @@ def check(memory: Any, world: World, user: str) -> list[str]:
             continue
         world.tried += 1
         try:
-            memory.get_messages(user, thread)
+            memory.threads.messages(user, thread)
             escapes.append(f"get_messages of {user!r} read {owner!r}'s thread")
         except ThreadOwnershipError:
             pass
@@ -135,7 +135,7 @@ def check(memory: Any, world: World, user: str) -> list[str]:
 def forget(memory: Any, world: World, user: str) -> list[str]:
     """Forget ``user``; every other user's store memories must still be there (a user named
     like a namespace kind — ``"memories"`` — once took every user's with it)."""
-    memory.forget(user_id=user)
+    memory.admin.forget(user_id=user)
     world.forgotten.add(user)
     for mid in [m for m, owner in world.memory_ids.items() if owner == user]:
         del world.memory_ids[mid]

@@ -17,7 +17,7 @@ outage's second half, counted no attempt for its refused tries (a count of tries
 the bug of issue 29), and was answered within a minute of the model's return.
 
 Then an outage of 20 minutes, past the default horizon: its jobs fail with a reason that
-names the horizon and the way back, and ``memory.jobs.retry()`` runs them once the model
+names the horizon and the way back, and ``memory.admin.jobs.retry()`` runs them once the model
 answers.
 """
 
@@ -104,7 +104,7 @@ def play(path: Path, *, seconds: float, turns: int = 12) -> tuple[list[str], Fig
     model = OutageModel(clock, float("inf"), float("inf"))
     problems: list[str] = []
     with TieredMemory(path, config, model=ScriptedChatModel(default=model)) as memory:
-        memory._jobs.clock, memory._jobs.sleep = clock.time, clock.sleep
+        memory._parts.jobs.clock, memory._parts.jobs.sleep = clock.time, clock.sleep
         # The outage starts now that the memory is open (opening takes wall time).
         start = model.start = clock.now
         model.end = start + seconds
@@ -120,14 +120,14 @@ def play(path: Path, *, seconds: float, turns: int = 12) -> tuple[list[str], Fig
             name, city = PEOPLE[user]
             memory.after_turn(user, f"{user}-t", [HumanMessage(f"My name is {name} and I live in {city} ({i})."),
                                                   AIMessage("Noted.")])
-            running = memory.stats()["jobs"]["running"]
+            running = memory.admin.stats()["jobs"]["running"]
             if running:
                 problems.append(f"{running} job(s) held by a worker between turns during the outage")
         wait(memory, clock, start + min(seconds, 60) - 2)  # the session ends in the outage
         episode = memory.end_session("alice", "alice-t")
         if not memory.flush(timeout=120):
             problems.append("flush did not return within 120 s")
-        stats = memory.stats()
+        stats = memory.admin.stats()
         jobs = stats["jobs"]
         expected = turns + 2  # every turn's extraction, the early one, the episode
         if not past:
@@ -146,8 +146,8 @@ def wait(memory: Any, clock: SimClock, until: float) -> None:
     """Let the simulated time pass until ``until`` as it does for a worker: each job runs
     when it is due (an inline memory runs jobs only in its calls)."""
     while True:
-        memory._jobs.run_due()
-        due = memory.storage.jobs.next_due()
+        memory._parts.jobs.run_due()
+        due = memory._parts.storage.jobs.next_due()
         if due is None or due >= until:
             break
         clock.advance_to(due)
@@ -158,16 +158,16 @@ def _after_outage(memory: Any, model: OutageModel, jobs: dict[str, int], expecte
                   episode: str | None, end: float) -> list[str]:
     problems = []
     if jobs["failed"] or jobs["done"] != expected or jobs["pending"] or jobs["waiting"]:
-        problems.append(f"not every job is done: {jobs} {memory.stats()['failed_jobs'][:2]}")
+        problems.append(f"not every job is done: {jobs} {memory.admin.stats()['failed_jobs'][:2]}")
     problems += _extracted(memory)
-    if episode is None or [e.episode.id for e in memory.search_episodes("alice")] != [episode]:
+    if episode is None or [e.episode.id for e in memory.episodes.search("alice")] != [episode]:
         problems.append(f"the episode {episode} was not written")
     # The job of the outage's first second was still tried in its second half, and its tries
     # against the refusing model counted no attempt (a count of tries failed it: issue 29).
     early = [at - model.start for at, text in model.refused if EARLY[1] in text]
     if not early or max(early) < (model.end - model.start) / 2:
         problems.append(f"the first job was not tried through the outage: at {early}")
-    [job] = memory.jobs.list(user_id=EARLY[0])
+    [job] = memory.admin.jobs.list(user_id=EARLY[0])
     if job.attempts != 1:
         problems.append(f"the first job's tries against the refusing model counted: {job.attempts} attempts")
     if not model.answered or not end <= model.answered[0] <= end + 61:
@@ -184,16 +184,16 @@ def _past_horizon(memory: Any, model: OutageModel, clock: SimClock, jobs: dict[s
     if not reasons or not all("job_retry_horizon_seconds" in r and "jobs retry" in r for r in reasons):
         problems.append(f"the reasons do not name the horizon and the way back: {reasons[:1]}")
     clock.advance_to(end)
-    retried = memory.jobs.retry()
+    retried = memory.admin.jobs.retry()
     if retried != expected:
         problems.append(f"jobs.retry() changed {retried} jobs, expected {expected}")
     if not memory.flush(timeout=60):
         problems.append("flush after the retry did not return")
-    jobs = memory.stats()["jobs"]
+    jobs = memory.admin.stats()["jobs"]
     if jobs["done"] != expected or jobs["failed"]:
         problems.append(f"the retried jobs are not done: {jobs}")
     problems += _extracted(memory)
-    if episode is None or [e.episode.id for e in memory.search_episodes("alice")] != [episode]:
+    if episode is None or [e.episode.id for e in memory.episodes.search("alice")] != [episode]:
         problems.append(f"the episode {episode} was not written after the retry")
     return problems
 
@@ -201,7 +201,7 @@ def _past_horizon(memory: Any, model: OutageModel, clock: SimClock, jobs: dict[s
 def _extracted(memory: Any) -> list[str]:
     problems = []
     for user, (name, city) in [*PEOPLE.items(), (EARLY[0], EARLY[1:])]:
-        found = memory.entity(user, name)
+        found = memory.entities.get(user, name)
         if found is None or found.attributes.get("location") != city:
             problems.append(f"{user}'s turns were not extracted: {found}")
     return problems

@@ -11,7 +11,7 @@ entity, and every file of the data directory (``memory.db``, ``-wal``, ``-shm``,
 With a reader open — a checkpointer ``list()`` iterator left mid-way in the same process,
 or a read transaction in a second process — the forget must come back within its bounded
 wait (not SQLite's 30 s busy timeout), say ``wal_scrubbed: False`` and log a WARNING; once
-the reader ends, the retry (``memory.scrub()``, the upkeep, close, or the next open) must
+the reader ends, the retry (``memory.admin.scrub()``, the upkeep, close, or the next open) must
 leave no canary. Figures: ``faults`` forgets with a reader, ``losses`` canaries found after
 the scrub said it was done, ``escapes`` forgets that blocked past the bound or said nothing.
 """
@@ -177,8 +177,8 @@ def plant(memory: Any) -> dict[str, str]:
     _checkpoint(memory, VICTIM, THREAD, f"remember {flump}")
     _checkpoint(memory, KEEPER, f"{KEEPER}-graph", f"remember {KEPT}")  # a run: several checkpoints
     assert memory.flush(timeout=120)
-    [learned] = [m for m in memory.list_memories(VICTIM) if CANARIES["memory"] in m.content]
-    assert memory.entity(VICTIM, ENTITY).attributes["sector"].startswith(CANARIES["attribute"])
+    [learned] = [m for m in memory.memories.list(VICTIM) if CANARIES["memory"] in m.content]
+    assert memory.entities.get(VICTIM, ENTITY).attributes["sector"].startswith(CANARIES["attribute"])
     _waiting_job(memory)
     return {"memory": learned.id, "entity": ENTITY}
 
@@ -188,8 +188,8 @@ def _waiting_job(memory: Any) -> None:
     memory and the entity, its error quotes the entity (as a parse error quotes an answer)."""
     from datetime import datetime, timezone
 
-    jobs = memory.storage.jobs
-    key = memory.storage.threads.get(THREAD).key
+    jobs = memory._parts.storage.jobs
+    key = memory._parts.storage.threads.get(THREAD).key
     assert jobs.enqueue("extract", VICTIM, key, {"through_seq": 10_000}, datetime.now(timezone.utc).isoformat())
     job = jobs.claim("probe:1:waiting", 60, max_attempts=5)
     assert job is not None and job.user_id == VICTIM
@@ -203,12 +203,12 @@ def _waiting_job(memory: Any) -> None:
 
 def forget(memory: Any, kind: str, ids: dict[str, str]) -> dict[str, int]:
     if kind == "user":
-        return memory.forget(user_id=VICTIM)
+        return memory.admin.forget(user_id=VICTIM)
     if kind == "thread":
-        return memory.forget(thread_id=THREAD)
+        return memory.admin.forget(thread_id=THREAD)
     if kind == "memory":
-        return memory.forget(user_id=VICTIM, memory_id=ids["memory"])
-    return memory.forget(user_id=VICTIM, entity=ids["entity"].upper())  # names match in any case
+        return memory.memories.forget(user_id=VICTIM, memory_id=ids["memory"])
+    return memory.admin.forget(user_id=VICTIM, entity=ids["entity"].upper())  # names match in any case
 
 
 @contextlib.contextmanager
@@ -283,7 +283,7 @@ def forget_with_reader(root: Path, kind: str, where: str) -> tuple[float, list[s
                 escapes.append(f"{kind}/{where}: no canary while the reader held the log: the scan cannot fail")
         # The reader ended: the retry scrubs. Scanned with the memory still open, so that
         # SQLite's own checkpoint when the last connection closes cannot do it instead.
-        if not memory.scrub():
+        if not memory.admin.scrub():
             escapes.append(f"{kind}/{where}: scrub() after the reader ended says the log is still held")
         losses = [f"{kind}/{where}: {name} left in {files}" for name, files in left(data, kind, kept=True).items()]
     return took, escapes, losses

@@ -81,7 +81,7 @@ def child(data_dir: str, start: int, stop: int, seed: int, fd: int) -> None:
             memory.after_turn(user, thread, messages)
             if i % 7 == 3:
                 # Same id on every resend: storing it again changes nothing.
-                memory.remember(user, f"user: fact {i} about {thread}", memory_id=str(uuid.uuid5(_NS, str(i))))
+                memory.memories.remember(user, f"user: fact {i} about {thread}", memory_id=str(uuid.uuid5(_NS, str(i))))
             if i % 13 == 5:
                 memory.end_session(user, thread)
             os.write(fd, f"{i}\n".encode())
@@ -116,7 +116,7 @@ def _warm_up(seed: int) -> None:
     with tempfile.TemporaryDirectory() as warm, TieredMemory(warm, inline, embeddings=HashingEmbeddings()) as m:
         user, thread, messages = turn(0, seed)
         m.after_turn(user, thread, messages)
-        m.remember(user, "user: warming up")
+        m.memories.remember(user, "user: warming up")
         m.before_turn(user, thread, query="warming up")
 
 
@@ -204,7 +204,7 @@ def verify(data_dir: Path, count: int, seed: int, figures: Figures) -> int:
         if not memory.flush(timeout=120):
             problems.append("flush did not finish")
         for thread, ids in expected.items():
-            log = [m.id for m in memory.get_messages(f"u{thread[1]}", thread)]
+            log = [m.id for m in memory.threads.messages(f"u{thread[1]}", thread)]
             if len(log) != len(set(log)):
                 problems.append(f"{thread}: {len(log) - len(set(log))} messages stored twice")
             missing = [i for i in ids if i not in set(log)]
@@ -214,10 +214,10 @@ def verify(data_dir: Path, count: int, seed: int, figures: Figures) -> int:
             # prefix of the turns in order, extended by at most the one unacknowledged turn.
             if log[: len(ids)] != ids:
                 problems.append(f"{thread}: the log is not the acknowledged turns in order")
-        jobs = memory.stats()["jobs"]
+        jobs = memory.admin.stats()["jobs"]
         if jobs["pending"] or jobs["running"] or jobs["waiting"] or jobs["stale"]:
             problems.append(f"jobs left unfinished: {jobs}")
-        failed = memory.stats()["failed_jobs"]
+        failed = memory.admin.stats()["failed_jobs"]
         problems += [f"failed job without a reason: {j}" for j in failed if not j["reason"]]
         if jobs["failed"]:
             figures.notes.append(f"{jobs['failed']} jobs failed visibly (all attempts killed), {jobs['done']} done")

@@ -34,7 +34,7 @@ class _Crash(BaseException):
 def test_a_crash_between_a_merge_and_its_point_deletion_leaves_no_orphan_point(tmp_path, monkeypatch):
     config = MemoryConfig(job_mode="inline")
     memory = TieredMemory(tmp_path / "m", config, embeddings=HashingEmbeddings())
-    memory.remember("u", "user: I like green tea very much")
+    memory.memories.remember("u", "user: I like green tea very much")
 
     def crash(*args, **kwargs):
         raise _Crash
@@ -43,12 +43,12 @@ def test_a_crash_between_a_merge_and_its_point_deletion_leaves_no_orphan_point(t
     monkeypatch.setattr(RecallIndex, "resume_forgets", crash)
     monkeypatch.setattr(RecallIndex, "delete", crash)
     with pytest.raises(_Crash):
-        memory.remember("u", "user: I like green tea very much!")
+        memory.memories.remember("u", "user: I like green tea very much!")
     monkeypatch.undo()
     memory.close()
     with TieredMemory(tmp_path / "m", config, embeddings=HashingEmbeddings()) as memory:
         assert memory.flush(timeout=30)
-        assert len(memory.list_memories("u")) == 1  # merged
+        assert len(memory.memories.list("u")) == 1  # merged
         assert index_problems(memory) == []
     assert integrity(tmp_path / "m" / "memory.db") == []
 
@@ -66,10 +66,10 @@ def test_a_memory_forgotten_while_it_is_embedded_leaves_no_point(tmp_path):
     config = MemoryConfig(job_mode="inline")
     with TieredMemory(tmp_path / "m", config, embeddings=Slow()) as memory:
         memory.after_turn("u", "t", [HumanMessage("hi")])
-        keep = memory.remember("u", "user: I keep this one")
+        keep = memory.memories.remember("u", "user: I keep this one")
         gone = "0b7d3c1e-58a4-4d4e-9a9b-6f1c2d3e4f50"
-        forget.append(lambda: memory.forget(user_id="u", memory_id=gone))
-        memory.remember("u", "user: I forget this one", memory_id=gone)
-        assert [m.id for m in memory.list_memories("u")] == [keep]
+        forget.append(lambda: memory.memories.forget(user_id="u", memory_id=gone))
+        memory.memories.remember("u", "user: I forget this one", memory_id=gone)
+        assert [m.id for m in memory.memories.list("u")] == [keep]
         assert memory.flush(timeout=30)
         assert index_problems(memory) == []

@@ -30,8 +30,8 @@ for call in (memory.search, memory.recall) * 2:
         refused += 1
 again = TieredMemory({data!r}, config)  # a second memory object in the same process
 again.before_turn("alice", "w", query="Porto")
-print(json.dumps({{"degraded": degraded, "refused": refused, "counts": memory.stats()["degraded"],
-                  "again": again.stats()["degraded"]}}), flush=True)
+print(json.dumps({{"degraded": degraded, "refused": refused, "counts": memory.admin.stats()["degraded"],
+                  "again": again.admin.stats()["degraded"]}}), flush=True)
 again.close()
 memory.close()
 """
@@ -40,8 +40,8 @@ memory.close()
 def test_a_second_process_says_once_that_it_recalls_nothing_and_counts_what_it_left_out(tmp_path):
     data = tmp_path / "memory"
     with TieredMemory(data, MemoryConfig(job_mode="inline")) as holder:
-        holder.remember("alice", "user: I live in Porto")  # this process holds the shard now
-        assert holder.stats()["degraded"] == {}
+        holder.memories.remember("alice", "user: I live in Porto")  # this process holds the shard now
+        assert holder.admin.stats()["degraded"] == {}
         worker = subprocess.run(
             [python(), "-c", WORKER.format(data=str(data))], cwd=ROOT, env=child_env(),
             capture_output=True, text=True, timeout=300,
@@ -50,7 +50,7 @@ def test_a_second_process_says_once_that_it_recalls_nothing_and_counts_what_it_l
         # The holder is not degraded: it recalls.
         context = holder.before_turn("alice", "h", query="I live in Porto")
         assert "Porto" in context.memory_block and not context.degraded
-        assert holder.stats()["degraded"] == {}
+        assert holder.admin.stats()["degraded"] == {}
     seen = json.loads(worker.stdout.strip().splitlines()[-1])
     assert all(d and "qdrant_url=" in d[0] for d in seen["degraded"]), seen["degraded"]
     assert seen["refused"] == 4

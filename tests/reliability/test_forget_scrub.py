@@ -52,7 +52,7 @@ def test_every_kind_of_forget_leaves_no_byte_of_it_in_any_file(tmp_path, kind):
             # done job's dropped-item reason named it).
             assert result["job_answers_scrubbed"] >= 1, result
         assert left(data, kind) == {}  # while the memory is still open
-        assert memory.stats()["jobs"]["failed"] == 0
+        assert memory.admin.stats()["jobs"]["failed"] == 0
     # Closed too; the keeper's records are still there, and seen by the scan.
     assert left(data, kind, kept=True) == {}
 
@@ -61,7 +61,7 @@ def test_a_done_job_keeps_no_model_text_only_what_stats_read(tmp_path):
     data = tmp_path / "memory"
     with open_memory(data) as memory:
         plant(memory)
-        done = [j for j in memory.storage.jobs.rows("done", limit=100) if j.user_id == VICTIM]
+        done = [j for j in memory._parts.storage.jobs.rows("done", limit=100) if j.user_id == VICTIM]
         assert done and all(CANARIES["memory"] not in (j.result or "") for j in done)
         kept = [json.loads(j.result) for j in done if j.result]
         # What is left of the canary turn's answer: the dropped attribute's record (of the
@@ -71,11 +71,11 @@ def test_a_done_job_keeps_no_model_text_only_what_stats_read(tmp_path):
         [dropped] = record["extraction"]["dropped"]
         assert dropped["kind"] == "attribute" and ENTITY in dropped["reason"]
         assert set(record["extraction"]) <= {"dropped", "method"}
-        assert memory.stats()["dropped_items"] == 1
-        memory.forget(user_id=VICTIM, entity=ENTITY)
+        assert memory.admin.stats()["dropped_items"] == 1
+        memory.admin.forget(user_id=VICTIM, entity=ENTITY)
         # The reason named the forgotten entity: redacted, still counted.
-        assert memory.stats()["dropped_items"] == 1
-        assert all(ENTITY.lower() not in (d["reason"] or "").lower() for d in memory.stats()["dropped"])
+        assert memory.admin.stats()["dropped_items"] == 1
+        assert all(ENTITY.lower() not in (d["reason"] or "").lower() for d in memory.admin.stats()["dropped"])
 
 
 @pytest.mark.parametrize("where", ["same", "other"])
@@ -97,12 +97,12 @@ def test_the_default_wait_does_not_block_for_the_busy_timeout(tmp_path):
         plant(memory)
         with other_process_reader(data), Warnings() as warned:
             start = time.monotonic()
-            assert memory.forget(user_id=VICTIM)["wal_scrubbed"] is False
+            assert memory.admin.forget(user_id=VICTIM)["wal_scrubbed"] is False
             assert time.monotonic() - start < MemoryConfig().scrub_wait_seconds + 5  # was 30.2 s
             [message] = warned.about_the_log()
-            assert "memory.scrub()" in message and "read transaction" in message
-            assert memory.scrub(wait_seconds=0) is False  # still held: says so again
-        assert memory.scrub() is True
+            assert "memory.admin.scrub()" in message and "read transaction" in message
+            assert memory.admin.scrub(wait_seconds=0) is False  # still held: says so again
+        assert memory.admin.scrub() is True
         assert left(data, "user") == {}
 
 
@@ -112,7 +112,7 @@ def test_a_reader_that_ends_within_the_wait_lets_the_forget_scrub(tmp_path):
         plant(memory)
         with other_process_reader(data, seconds=1.0):
             start = time.monotonic()
-            result = memory.forget(user_id=VICTIM)
+            result = memory.admin.forget(user_id=VICTIM)
             took = time.monotonic() - start
         assert result["wal_scrubbed"] is True and took < 10
         assert left(data, "user") == {}
@@ -126,7 +126,7 @@ def test_the_background_upkeep_scrubs_once_the_reader_ends(tmp_path, monkeypatch
         plant(memory)
     with open_memory(data, mode="background") as memory:
         with same_process_reader(memory):
-            assert memory.forget(user_id=VICTIM)["wal_scrubbed"] is False
+            assert memory.admin.forget(user_id=VICTIM)["wal_scrubbed"] is False
             time.sleep(1.0)
             assert left(data, "user")  # the reader still holds it
         deadline = time.monotonic() + 20
@@ -154,7 +154,7 @@ def test_close_scrubs_a_log_its_reader_let_go(tmp_path):
     with idle_connection(data):
         memory = open_memory(data, mode="external")
         with other_process_reader(data):
-            assert memory.forget(user_id=VICTIM)["wal_scrubbed"] is False
+            assert memory.admin.forget(user_id=VICTIM)["wal_scrubbed"] is False
         assert left(data, "user")  # the reader is gone; nothing retried yet
         memory.close()
         assert left(data, "user") == {}
@@ -168,7 +168,7 @@ def test_closing_with_the_reader_still_open_warns_and_the_next_open_scrubs(tmp_p
         with other_process_reader(data), caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
             memory = open_memory(data)
             start = time.monotonic()
-            assert memory.forget(user_id=VICTIM)["wal_scrubbed"] is False
+            assert memory.admin.forget(user_id=VICTIM)["wal_scrubbed"] is False
             memory.close()
             assert time.monotonic() - start < 2 * BOUND  # the close waited as boundedly
         assert "closing:" in caplog.text and "the next open of this memory truncates it" in caplog.text
@@ -186,7 +186,7 @@ from reliability.scrub import open_memory, other_process_reader, VICTIM
 data = Path({data!r})
 memory = open_memory(data)
 with other_process_reader(data):
-    print(memory.forget(user_id=VICTIM)["wal_scrubbed"], flush=True)
+    print(memory.admin.forget(user_id=VICTIM)["wal_scrubbed"], flush=True)
 os._exit(0)  # the reader ended, and this process dies before any retry, without closing
 """
 
@@ -202,7 +202,7 @@ def test_a_scrub_left_by_a_process_that_died_is_done_on_the_next_open(tmp_path, 
     with idle_connection(data), caplog.at_level(logging.INFO, logger="langchain_tiered_memory"):
         with open_memory(data, mode="external") as memory:
             assert left(data, "user") == {}  # opening did it
-            assert memory.scrub() is True  # nothing left to do
+            assert memory.admin.scrub() is True  # nothing left to do
     assert "truncated now that its readers closed" in caplog.text
 
 
@@ -226,9 +226,9 @@ def test_a_second_memory_on_the_directory_keeps_the_first_ones_hold_on_the_log(t
     with open_memory(data) as memory:
         plant(memory)
         with open_memory(data, mode="manual") as look:
-            assert look.stats()["memories"] >= 1
+            assert look.admin.stats()["memories"] >= 1
         with other_process_reader(data, seconds=0.1):
             pass  # opened, read and closed elsewhere
         assert (data / "memory.db-wal").exists()
-        assert memory.forget(user_id=VICTIM)["wal_scrubbed"] is True
+        assert memory.admin.forget(user_id=VICTIM)["wal_scrubbed"] is True
     assert left(data, "user") == {}

@@ -76,22 +76,22 @@ def test_a_job_waiting_for_the_model_holds_no_worker(tmp_path):
     with TieredMemory(tmp_path / "m", config, model=ScriptedChatModel(default=answer)) as m:
         m.after_turn("alice", "a", TURN)
         deadline = time.monotonic() + 20
-        while not m.jobs.list(status="pending") or m.jobs.list()[0].reason is None:
-            assert time.monotonic() < deadline, m.jobs.list()
+        while not m.admin.jobs.list(status="pending") or m.admin.jobs.list()[0].reason is None:
+            assert time.monotonic() < deadline, m.admin.jobs.list()
             time.sleep(0.05)
         m.after_turn("bob", "b", [HumanMessage("My name is Bob."), AIMessage("Hi Bob!")])
-        while m.entity("bob", "Bob") is None:
-            assert time.monotonic() < deadline, m.jobs.list()
+        while m.entities.get("bob", "Bob") is None:
+            assert time.monotonic() < deadline, m.admin.jobs.list()
             time.sleep(0.05)
-        [alice] = m.jobs.list(user_id="alice")
+        [alice] = m.admin.jobs.list(user_id="alice")
         # Alice's job waits as a pending row (no worker holds it), its tries not counted.
         assert (alice.status, alice.attempts, alice.waits_for) == ("pending", 0, outage_wait())
         assert "ConnectionRefusedError" in alice.reason
         down.clear()
-        assert m.jobs.retry(failed=False) == 1  # the model is back: try now, not in 5 s
+        assert m.admin.jobs.retry(failed=False) == 1  # the model is back: try now, not in 5 s
         assert m.flush(timeout=30)
-        assert m.entity("alice", "Alice") is not None
-        assert m.stats()["jobs"]["failed"] == 0
+        assert m.entities.get("alice", "Alice") is not None
+        assert m.admin.stats()["jobs"]["failed"] == 0
 
 
 def outage_wait() -> str:
@@ -127,7 +127,7 @@ def test_a_poison_job_still_ends_failed_after_its_attempts_whatever_the_horizon(
     with TieredMemory(tmp_path / "m", config, model=model) as m:
         m.after_turn("u", "t", TURN)
         assert m.flush(timeout=30)
-        [job] = m.jobs.list()
+        [job] = m.admin.jobs.list()
     assert (job.status, job.attempts, model.calls) == ("failed", 3, 3)
 
 
@@ -141,17 +141,17 @@ def test_jobs_retry_runs_a_failed_thread_extraction_again(make_memory):
         m.after_turn("u", "t", TURN)
         m.after_turn("v", "t2", [HumanMessage("My name is Vera."), AIMessage("Hi!")])
         assert m.flush(timeout=30)
-        assert m.stats()["jobs"]["failed"] == 2 and m.entity("u", "Alice") is None
+        assert m.admin.stats()["jobs"]["failed"] == 2 and m.entities.get("u", "Alice") is None
         model.default = GOOD
-        assert m.jobs.retry(user_id="u") == 1  # only u's job
+        assert m.admin.jobs.retry(user_id="u") == 1  # only u's job
         assert m.flush(timeout=30)
-        [job] = m.jobs.list(user_id="u")
+        [job] = m.admin.jobs.list(user_id="u")
         assert isinstance(job, JobInfo) and (job.status, job.attempts, job.thread_id) == ("done", 1, "t")
-        assert m.entity("u", "Alice").attributes == {"location": "Paris"}
-        assert [j.status for j in m.jobs.list(user_id="v")] == ["failed"]
-        assert m.jobs.retry() == 1 and m.flush(timeout=30)
-        assert m.stats()["jobs"]["failed"] == 0
-        assert m.jobs.retry() == 0  # nothing left to run again
+        assert m.entities.get("u", "Alice").attributes == {"location": "Paris"}
+        assert [j.status for j in m.admin.jobs.list(user_id="v")] == ["failed"]
+        assert m.admin.jobs.retry() == 1 and m.flush(timeout=30)
+        assert m.admin.stats()["jobs"]["failed"] == 0
+        assert m.admin.jobs.retry() == 0  # nothing left to run again
 
 
 def test_end_session_after_a_failed_episode_job_writes_the_episode(make_memory):
@@ -162,13 +162,13 @@ def test_end_session_after_a_failed_episode_job_writes_the_episode(make_memory):
         model.default = wrong_types_tool_call()  # the episode's answers are unusable
         first = m.end_session("u", "t")
         assert m.flush(timeout=30)
-        assert [j.status for j in m.jobs.list() if j.kind == "episode"] == ["failed"]
+        assert [j.status for j in m.admin.jobs.list() if j.kind == "episode"] == ["failed"]
         model.default = episode_tool_call("Alice said she lives in Paris.")
         # The failed job held the key of the same span: journaling it again ran nothing.
         assert m.end_session("u", "t") == first
         assert m.flush(timeout=30)
-        assert [h.episode.id for h in m.search_episodes("u")] == [first]
-        assert [j.status for j in m.jobs.list() if j.kind == "episode"] == ["done"]
+        assert [h.episode.id for h in m.episodes.search("u")] == [first]
+        assert [j.status for j in m.admin.jobs.list() if j.kind == "episode"] == ["done"]
 
 
 def test_the_cli_lists_jobs_and_runs_failed_ones_again(tmp_path, monkeypatch):
@@ -189,8 +189,8 @@ def test_the_cli_lists_jobs_and_runs_failed_ones_again(tmp_path, monkeypatch):
     code, out = _cli("--data-dir", str(path), "jobs", "retry", "--json")
     assert code == 0 and '"retried": 0' in out, out
     with TieredMemory(path, MemoryConfig(job_mode="manual")) as m:
-        assert m.entity("u", "Alice") is not None  # extracted, by the offline rules
-        assert [j.status for j in m.jobs.list(user_id="v")] == ["failed"]  # --user u only
+        assert m.entities.get("u", "Alice") is not None  # extracted, by the offline rules
+        assert [j.status for j in m.admin.jobs.list(user_id="v")] == ["failed"]  # --user u only
 
 
 # --- item 5: stranded jobs -------------------------------------------------------------------
@@ -216,15 +216,15 @@ def test_stranded_jobs_are_named_once_flush_says_so_and_they_run_offline_on_requ
         offline.after_turn("u", "t", [HumanMessage("Still here.")])
         assert offline.flush(timeout=30) is False
         assert len([r for r in caplog.records if "wait for a chat model" in r.getMessage()]) == 1
-        assert offline.stats()["jobs"]["waiting"] == 4 and offline.entities("u") == []
-        waits = {j.key: j.waits_for for j in offline.jobs.list()}
+        assert offline.admin.stats()["jobs"]["waiting"] == 4 and offline.entities.list("u") == []
+        waits = {j.key: j.waits_for for j in offline.admin.jobs.list()}
         assert sorted(w.split(":")[0] for w in waits.values()) == ["a chat model"] * 3 + [
             "an earlier job of its thread that waits for a chat model"]
-        assert offline.jobs.retry(offline=True, user_id="u") == 2
+        assert offline.admin.jobs.retry(offline=True, user_id="u") == 2
         assert offline.flush(timeout=30) is False  # w's job still waits
-        assert offline.entity("u", "Alice") is not None  # the offline rules read u's turns
-        assert offline.jobs.retry(offline=True) == 1 and offline.flush(timeout=30) is True
-        jobs = offline.stats()["jobs"]
+        assert offline.entities.get("u", "Alice") is not None  # the offline rules read u's turns
+        assert offline.admin.jobs.retry(offline=True) == 1 and offline.flush(timeout=30) is True
+        jobs = offline.admin.stats()["jobs"]
         assert (jobs["waiting"], jobs["pending"], jobs["failed"], jobs["done"]) == (0, 0, 0, 4)
     assert llm.calls == 0
 
@@ -246,17 +246,17 @@ def test_a_slow_model_keeps_its_lease_and_no_second_worker_takes_the_job(make_me
             time.sleep(0.01)
         claims, leases = [], set()
         while turn.is_alive():
-            claims.append(other.storage.jobs.claim(ELSEWHERE, 1.0, max_attempts=5))
-            [row] = other.storage.jobs.rows()
+            claims.append(other._parts.storage.jobs.claim(ELSEWHERE, 1.0, max_attempts=5))
+            [row] = other._parts.storage.jobs.rows()
             if row.status == "running":
                 leases.add(row.lease_until)
             time.sleep(0.1)
         turn.join()
         assert claims and not any(claims), "a second worker took the running job"
         assert len(leases) >= 5  # renewed about every third of a second
-        [row] = m.storage.jobs.rows()
+        [row] = m._parts.storage.jobs.rows()
         assert (row.status, row.attempts, row.lease_until) == ("done", 1, None)
-        assert model.calls == 1 and m.entity("u", "Alice") is not None
+        assert model.calls == 1 and m.entities.get("u", "Alice") is not None
 
 
 def test_a_lease_is_no_longer_renewed_once_the_job_ends_or_is_lost(tmp_path):
