@@ -254,7 +254,7 @@ def test_adapter_uses_recall_and_dates_when_the_api_has_them(tmp_path):
 
         def recall(self, user_id, query, k=10, at=None):
             self.asked_at.append(at)
-            ids = [m.id for t in self.threads(user_id) for m in self.get_messages(user_id, t.thread_id)]
+            ids = [m.id for t in self.threads.list(user_id) for m in self.threads.messages(user_id, t.thread_id)]
             return [SimpleNamespace(message_ids=[i]) for i in sorted(ids, reverse=True)[:k]]
 
     c = generate(4, personas=1, sessions=2, turns_per_session=6, questions_per_persona=2, long_persona_turns=0)[0]

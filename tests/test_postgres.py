@@ -155,10 +155,10 @@ def test_a_user_exported_from_sqlite_imports_into_postgresql_unchanged(tmp_path,
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the offline extractor and episodes
     with TieredMemory(tmp_path / "dir", INLINE, embeddings=HashingEmbeddings()) as source:
         source.after_turn("alice", "t1", [HumanMessage("My name is Alice and I live in Lisbon."), AIMessage("Noted.")])
-        source.remember("alice", "user: I prefer window seats", "preference", importance=0.8)
+        source.memories.remember("alice", "user: I prefer window seats", "preference", importance=0.8)
         source.store.put(("profiles", "alice"), "k", {"lang": "pt"})
         source.end_session("alice", "t1")
-        data = source.export_user("alice")
+        data = source.admin.export_user("alice")
     assert all(data[k] for k in ("threads", "messages", "entities", "memories", "episodes", "store_items"))
     with _open(pg_url) as target:
         counts = target.admin.import_user("alice", data)
@@ -203,13 +203,13 @@ def test_a_user_exported_from_postgresql_imports_into_either_backend_unchanged(p
             source.after_turn("alice", "t1", [HumanMessage("I moved to Porto last week."), AIMessage("Congratulations!")])
             source.end_session("alice", "t1")
             source.after_turn("alice", "t2", [HumanMessage("I prefer trains to planes."), AIMessage("Trains it is.")])
-            source.remember("alice", "user: I prefer window seats", "preference", importance=0.8)
+            source.memories.remember("alice", "user: I prefer window seats", "preference", importance=0.8)
             source.store.put(("profiles", "alice"), "lang", {"lang": "pt", "text": "speaks Portuguese"})
             source.store.put(("profiles", "alice"), "plain", {"v": 1}, index=False)
             source.store.put(("cache", "alice"), "tmp", {"v": 2}, ttl=60)
             source.store.put(("memories", "alice"), "tiles", {"content": "Alice collects azulejo tiles"})
             source.after_turn("bob", "tb", [HumanMessage("My name is Bob and I live in Oslo.")])
-            data = source.export_user("alice")
+            data = source.admin.export_user("alice")
             before = _readable(source, "alice")
     finally:
         pg.recycle(source_url)
