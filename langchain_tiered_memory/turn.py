@@ -41,12 +41,11 @@ from .context import (
     WINDOW,
     ContextSection,
     MemoryContext,
-    SectionProvider,
-    SectionRequest,
     TokenUsage,
     render_memory_block,
 )
 from .entries import MAX_QUERY_CHARS
+from .layers.sections import SectionProvider, SectionRequest
 from .errors import InvalidMessageError, TieredMemoryError, VectorStoreError
 from .storage.rows import IndexRow, NewMessage, ThreadRow
 from .layers.window import ThreadIndex, fit_group, select, truncate_message

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..layers.entities import name_key
+from ..layers.facts import entry_of
 from ..entries import MemoryEntry
 from ..errors import InvalidInputError, ShardLockedError, VectorStoreError
 from ..storage.rows import EpisodeRow, MemoryRow
@@ -165,7 +166,7 @@ def _overwrite(path: Path) -> None:
 def memory_record(row: MemoryRow) -> dict[str, Any]:
     """A memory as an export writes it: :class:`MemoryEntry`'s fields (no user id), and
     its ``subject`` and ``mergeable``."""
-    entry = MemoryEntry.from_row(row)
+    entry = entry_of(row)
     return {**entry.model_dump(mode="json", exclude={"user_id"}), "subject": row.subject,
             "mergeable": row.mergeable}
 
