@@ -29,6 +29,7 @@ from ..layers.entities import name_key
 from ..layers.facts import entry_of
 from ..entries import MemoryEntry
 from ..errors import InvalidInputError, ShardLockedError, VectorStoreError
+from ..storage.message_format import read_message
 from ..storage.rows import EpisodeRow, MemoryRow
 
 if TYPE_CHECKING:
@@ -185,12 +186,10 @@ def prepare_import(
     store items that had vectors are embedded again with this memory's embeddings.
     Raises :class:`InvalidInputError` for anything malformed, before anything is written.
     """
-    from langchain_core.messages import messages_from_dict
-
     try:
         messages = []
         for m in data.get("messages", ()):
-            new = serialise(messages_from_dict([m["message"]])[0])
+            new = serialise(read_message(m["message"]))
             messages.append({**m, "message_id": new.message_id, "type": new.type,
                              "tool_calls": new.tool_calls, "data": new.data, "tokens": new.tokens})
         memories, extra_items = [], []
