@@ -4,8 +4,6 @@ tiers that ``docs/architecture.md`` writes down.
 Every ``import`` and ``from … import`` of every module counts -- at module level, inside a
 function, under ``TYPE_CHECKING`` -- because each is a dependency a reader has to follow. A
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``.
-A lazy ``_LAZY`` map of public names in a package ``__init__`` (module paths as literal
-strings) counts as imports of those modules too.
 
 The contract (see the architecture document for the why):
 
@@ -20,7 +18,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -81,19 +78,6 @@ def owning_module(name: str) -> str | None:
     return None
 
 
-def lazy_targets(source: str, tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """The module paths a package ``__init__``'s ``_LAZY`` map loads on first use."""
-    for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        value = getattr(node, "value", None)
-        if isinstance(target, ast.Name) and target.id == "_LAZY" and value is not None:
-            for constant in ast.walk(value):
-                if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
-                    if constant.value.startswith("."):
-                        level = len(constant.value) - len(constant.value.lstrip("."))
-                        yield resolve(source, level, constant.value.lstrip(".") or None), node.lineno
-
-
 @cache
 def imports() -> tuple[Import, ...]:
     """Every edge between two modules of the package."""
@@ -109,7 +93,6 @@ def imports() -> tuple[Import, ...]:
                 for alias in node.names:
                     candidate = f"{base}.{alias.name}"
                     found.append((candidate if candidate in modules() else base, node.lineno))
-        found.extend(lazy_targets(source, tree))
         for name, line in found:
             target = owning_module(name) if name.split(".")[0] == PACKAGE else None
             if target is not None and target != source:
