@@ -21,6 +21,7 @@ type checkers every name with its real type.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .api import adapters as _api_adapters
@@ -28,7 +29,7 @@ from .api import adapters as _api_adapters
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from .llm.budget import SpendBudget
+    from .config import SpendBudget
     from .config import MemoryConfig
     from .context import ContextSection, MemoryContext, TokenUsage
     from .embeddings import (
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
         SentenceTransformerEmbeddings,
         default_embeddings,
     )
-    from .layers.entities import AttributeValue, Entity
+    from .views import AttributeValue, Entity
     from .entries import MemoryEntry, MemoryHit
     from .layers.episodes import Episode, EpisodeHit
     from .errors import (
@@ -100,7 +101,7 @@ _ERRORS = (
 #: Each public name and the module that defines it (relative to this package).
 _LAZY: dict[str, str] = {
     **dict.fromkeys(_ERRORS, ".errors"),
-    "SpendBudget": ".llm.budget",
+    "SpendBudget": ".config",
     "MemoryConfig": ".config",
     "ContextSection": ".context",
     "MemoryContext": ".context",
@@ -110,8 +111,8 @@ _LAZY: dict[str, str] = {
     "MiniLMEmbeddings": ".embeddings",
     "SentenceTransformerEmbeddings": ".embeddings",
     "default_embeddings": ".embeddings",
-    "AttributeValue": ".layers.entities",
-    "Entity": ".layers.entities",
+    "AttributeValue": ".views",
+    "Entity": ".views",
     "MemoryEntry": ".entries",
     "MemoryHit": ".entries",
     "Episode": ".layers.episodes",
@@ -163,11 +164,116 @@ def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_load(module), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value
+
+
+def _load(module: str) -> ModuleType:
+    """The module ``module`` (a path of :data:`_LAZY`), imported now.
+
+    One import statement a module, written out, so that every module the public face loads
+    is an import a reader, a type checker and ``tests/test_layers.py`` can find (a
+    computed ``importlib.import_module`` would hide them).
+    """
+    match module:
+        case ".config":
+            from . import config
+
+            return config
+        case ".context":
+            from . import context
+
+            return context
+        case ".embeddings":
+            from . import embeddings
+
+            return embeddings
+        case ".entries":
+            from . import entries
+
+            return entries
+        case ".errors":
+            from . import errors
+
+            return errors
+        case ".integrations":
+            from . import integrations
+
+            return integrations
+        case ".integrations.checkpointer":
+            from .integrations import checkpointer
+
+            return checkpointer
+        case ".integrations.checkpointer_postgres":
+            from .integrations import checkpointer_postgres
+
+            return checkpointer_postgres
+        case ".integrations.middleware":
+            from .integrations import middleware
+
+            return middleware
+        case ".integrations.nodes":
+            from .integrations import nodes
+
+            return nodes
+        case ".integrations.store":
+            from .integrations import store
+
+            return store
+        case ".integrations.tools":
+            from .integrations import tools
+
+            return tools
+        case ".integrations.vectorstore":
+            from .integrations import vectorstore
+
+            return vectorstore
+        case ".jobs":
+            from . import jobs
+
+            return jobs
+        case ".layers.episodes":
+            from .layers import episodes
+
+            return episodes
+        case ".layers.window":
+            from .layers import window
+
+            return window
+        case ".llm.settings":
+            from .llm import settings
+
+            return settings
+        case ".llm.usage":
+            from .llm import usage
+
+            return usage
+        case ".memory":
+            from . import memory
+
+            return memory
+        case ".scoring":
+            from . import scoring
+
+            return scoring
+        case ".tokens":
+            from . import tokens
+
+            return tokens
+        case ".turn":
+            from . import turn
+
+            return turn
+        case ".views":
+            from . import views
+
+            return views
+        case ".vocabulary":
+            from . import vocabulary
+
+            return vocabulary
+    raise AssertionError(f"{module} is in _LAZY but not loaded by _load")  # pragma: no cover
 
 
 def __dir__() -> list[str]:

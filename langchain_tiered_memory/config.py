@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .llm.budget import SpendBudget
 from .errors import ConfigError
 
 #: The smallest window budget a config may leave: below it not even one truncated message
@@ -41,6 +40,33 @@ MAX_SCRUB_WAIT_SECONDS = 60.0
 #: three), then the compression of an overlong summary. A running job's lease is renewed for
 #: this long at most (``jobs/lease.py``): past it, the job is wedged.
 CALLS_PER_JOB = 4
+
+
+class SpendBudget(BaseModel):
+    """Limits on the LLM spend of background jobs in any sliding hour (``None``: no limit).
+
+    ``calls_per_hour`` / ``tokens_per_hour`` count every user's jobs together;
+    ``user_calls_per_hour`` / ``user_tokens_per_hour`` count one user's. Tokens are prompt +
+    completion tokens as the model reports them (``AIMessage.usage_metadata``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour, all users together.")
+    tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour, all users together.")
+    user_calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour of one user.")
+    user_tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour of one user.")
+
+    @property
+    def limited(self) -> bool:
+        """Whether any limit is set."""
+        return any(v is not None for v in self.model_dump().values())
+
+    def limits(self, scope: str) -> tuple[int | None, int | None]:
+        """``(calls, tokens)`` limits of ``scope``: ``"all"`` or ``"user"``."""
+        if scope == "user":
+            return self.user_calls_per_hour, self.user_tokens_per_hour
+        return self.calls_per_hour, self.tokens_per_hour
 
 
 class MemoryConfig(BaseModel):

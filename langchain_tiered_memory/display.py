@@ -14,14 +14,11 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
-    from .context import MemoryContext
-    from .layers.entities import Entity
-    from .entries import MemoryHit
     from .tokens import TokenCounter
 
 __all__ = [
@@ -56,10 +53,104 @@ _COLOURS = {
 _OTHER_COLOUR = "#6e7781"
 
 
+
+# --- what is drawn --------------------------------------------------------------------------
+# The values that render (MemoryContext, MemoryHit, Entity, …) call the functions here from
+# their ``_repr_html_``, so this module names them only by what it reads: importing them back
+# would make each value and its drawing import each other.
+
+
+class _Section(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+
+
+class _Usage(Protocol):
+    @property
+    def budget(self) -> int: ...
+    @property
+    def sections(self) -> Mapping[str, int]: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def remaining(self) -> int: ...
+
+
+class _Context(Protocol):
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def query(self) -> str | None: ...
+    @property
+    def messages(self) -> Sequence[BaseMessage]: ...
+    @property
+    def window(self) -> Sequence[BaseMessage]: ...
+    @property
+    def sections(self) -> Sequence[_Section]: ...
+    @property
+    def token_usage(self) -> _Usage: ...
+    @property
+    def evicted(self) -> int: ...
+    @property
+    def truncated(self) -> bool: ...
+
+
+class _Entry(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def memory_type(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def access_count(self) -> int: ...
+
+
+class _Hit(Protocol):
+    @property
+    def entry(self) -> _Entry: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def parts(self) -> object | None: ...
+
+
+class _Value(Protocol):
+    @property
+    def value(self) -> str: ...
+    @property
+    def learned_at(self) -> str: ...
+    @property
+    def superseded_at(self) -> str | None: ...
+    @property
+    def source_thread(self) -> str | None: ...
+
+
+class _Entity(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def updated_at(self) -> str: ...
+    @property
+    def attributes(self) -> Mapping[str, str]: ...
+    @property
+    def history(self) -> Mapping[str, Sequence[_Value]]: ...
+
+
 # --- the context of a turn ------------------------------------------------------------------
 
 
-def context_html(context: MemoryContext, counter: TokenCounter | None = None) -> str:
+def context_html(context: _Context, counter: TokenCounter | None = None) -> str:
     """A turn's context: the token budget bar, tokens per section, the memory sections'
     text and the window's messages.
 
@@ -186,7 +277,7 @@ _PART_FIELDS = (
 )
 
 
-def hits_html(hits: Sequence[MemoryHit], query: str | None = None) -> str:
+def hits_html(hits: Sequence[_Hit], query: str | None = None) -> str:
     """Recalled memories, best first: content, type, importance, score, recalls, and with
     ``search(..., explain=True)`` the parts of each score."""
     heading = f"<b>{_int(len(hits))} {'memory' if len(hits) == 1 else 'memories'}</b>"
@@ -236,7 +327,7 @@ def hits_html(hits: Sequence[MemoryHit], query: str | None = None) -> str:
 # --- entities -------------------------------------------------------------------------------
 
 
-def entity_html(entity: Entity) -> str:
+def entity_html(entity: _Entity) -> str:
     """An entity profile: name, type, and each attribute with the values it had."""
     keys = list(dict.fromkeys([*entity.attributes, *entity.history]))
     rows = []

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from .display import hits_html
 from .errors import InvalidIdentifierError, InvalidInputError
 from .scoring import ScoreParts
-from .storage.rows import MemoryRow
 from .vocabulary import MEMORY_TYPES, MemoryType
 
 if TYPE_CHECKING:
@@ -97,21 +97,6 @@ class MemoryEntry(BaseModel):
         """Whether it still holds (no newer memory superseded it)."""
         return self.valid_to is None
 
-    @classmethod
-    def from_row(cls, row: MemoryRow) -> MemoryEntry:
-        """The entry of a stored row."""
-        return cls(
-            id=row.id, content=row.content, memory_type=row.memory_type,  # type: ignore[arg-type]
-            user_id=row.user_id, session_id=row.session_id, importance=row.importance,
-            boost=min(row.boost, 1.0), created_at=datetime.fromisoformat(row.created_at),
-            updated_at=datetime.fromisoformat(row.updated_at),
-            last_accessed=datetime.fromisoformat(row.last_accessed), access_count=row.access_count,
-            metadata=row.metadata, merged_from=row.merged_from,
-            source_message_ids=row.source_messages, valid_from=datetime.fromisoformat(row.valid_from),
-            valid_to=datetime.fromisoformat(row.valid_to) if row.valid_to else None,
-            superseded_by=row.superseded_by,
-        )
-
 
 class MemoryHit(BaseModel):
     """A recalled memory: the entry (after the recall was counted), its score, and with
@@ -124,8 +109,6 @@ class MemoryHit(BaseModel):
     parts: ScoreParts | None = None
 
     def _repr_html_(self) -> str:
-        from .display import hits_html
-
         return hits_html([self])
 
 

@@ -25,7 +25,7 @@ from langgraph.graph.message import add_messages
 from langchain_tiered_memory import CorruptDatabaseError, MemoryConfig, ShardLockedError, TieredMemory
 from langchain_tiered_memory.backends import Where
 from langchain_tiered_memory.embeddings import HashingEmbeddings
-from langchain_tiered_memory.index.recall_index import tenant_key
+from langchain_tiered_memory.index.points import tenant_key
 
 INLINE = MemoryConfig(job_mode="inline")
 EMB = HashingEmbeddings()

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 from langchain_tiered_memory.cli import DEMO_TURNS
 from langchain_tiered_memory.embeddings import MiniLMEmbeddings
-from langchain_tiered_memory.index.recall_index import GRAINS
+from langchain_tiered_memory.index.points import GRAINS
 
 INLINE = MemoryConfig(job_mode="inline")
 

@@ -40,12 +40,10 @@ rebuilds its segments.
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import logging
 import os
 import threading
-import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -53,15 +51,23 @@ from typing import Any
 
 from ..errors import VectorStoreError
 from .base import BaseBackend, Search
-from .filters import FilterBuilder, iso
 from .records import (
     SPARSE_VECTOR,
     CollectionSchema,
-    Range,
     Record,
     ScoredRecord,
     Where,
-    new_meta,
+)
+from .edge_shard import (
+    EdgeFilters,
+    edge_module,
+    ensure_indexes,
+    load_meta,
+    open_shard,
+    point_id,
+    rescore_params,
+    save_meta,
+    shard_config,
 )
 from .shard_lock import lock_shard
 
@@ -69,23 +75,12 @@ logger = logging.getLogger("langchain_tiered_memory")
 
 __all__ = ["FULL_SCAN_KB", "OPTIMIZE_AFTER", "EdgeBackend", "open_shared"]
 
-META_FILE = "collection.json"
-SHARD_DIR = "shard"
-META_FORMAT = 1
 #: Tenants with fewer vector kilobytes than this are searched by exact scan over their
 #: payload index, never by graph (Qdrant's ``full_scan_threshold``): 16 MB, a tenant of
 #: ~10,400 384-d vectors.
 FULL_SCAN_KB = 16_000
 #: Points written since the last optimizer run that trigger a background run.
 OPTIMIZE_AFTER = 10_000
-# Per-tenant graph degree (Qdrant's default m), when tenant graphs are on.
-_PAYLOAD_M = 16
-_EF_CONSTRUCT = 100
-# Scalar quantization's clipping quantile (Qdrant's recommended 0.99), and how many times
-# the points asked for a quantized search rescores.
-_QUANTILE = 0.99
-_OVERSAMPLING = 2.0
-
 _open_backends: weakref.WeakSet[EdgeBackend] = weakref.WeakSet()
 _shared_lock = threading.Lock()
 _shared: dict[Path, EdgeBackend] = {}
@@ -96,16 +91,6 @@ def _close_all() -> None:
     # An optimizer thread is a daemon; let it finish its segment swap before exit.
     for backend in list(_open_backends):
         backend._join_optimizer()
-
-
-def _edge() -> Any:
-    try:
-        import qdrant_edge
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise VectorStoreError(
-            f"qdrant-edge-py is not installed ({exc}): pip install qdrant-edge-py"
-        ) from exc
-    return qdrant_edge
 
 
 def open_shared(path: str | os.PathLike[str], dimension: int, model_id: str, **kwargs: Any) -> EdgeBackend:
@@ -130,31 +115,6 @@ def open_shared(path: str | os.PathLike[str], dimension: int, model_id: str, **k
         backend._shared_key = key
         _shared[key] = backend
         return backend
-
-
-class _EdgeFilters(FilterBuilder):
-    def match(self, key: str, value: str | int | bool) -> Any:
-        qe = _edge()
-        return qe.FieldCondition(key, match=qe.MatchValue(value))
-
-    def match_any(self, key: str, values: list[Any]) -> Any:
-        qe = _edge()
-        return qe.FieldCondition(key, match=qe.MatchAny(values))
-
-    def range(self, key: str, bounds: Range) -> Any:
-        qe = _edge()
-        values = bounds.values()
-        if bounds.is_datetime():
-            rng = qe.RangeDateTime(**{k: iso(v) if v is not None else None for k, v in values.items()})  # type: ignore[arg-type]
-        else:
-            rng = qe.RangeFloat(**{k: float(v) if v is not None else None for k, v in values.items()})  # type: ignore[arg-type]
-        return qe.FieldCondition(key, range=rng)
-
-    def has_id(self, ids: list[str]) -> Any:
-        return _edge().HasIdCondition({_point_id(i) for i in ids})
-
-    def conjunction(self, must: list[Any], must_not: list[Any]) -> Any:
-        return _edge().Filter(must=must or None, must_not=must_not or None)
 
 
 class EdgeBackend(BaseBackend):
@@ -203,7 +163,7 @@ class EdgeBackend(BaseBackend):
         self._init_model(dimension, model_id, schema or CollectionSchema())
         self.path = Path(path)
         self.location = str(self.path)
-        self.filters = _EdgeFilters()
+        self.filters = EdgeFilters()
         self._optimize_after = max(0, int(optimize_after))
         self._search_threads = search_threads
         self._hnsw_m = hnsw_m
@@ -245,92 +205,21 @@ class EdgeBackend(BaseBackend):
         return f"EdgeBackend({str(self.path)!r}, dimension={self.dimension}, model_id={self.model_id!r})"
 
     def _load_meta(self) -> dict[str, Any]:
-        meta_path = self.path / META_FILE
-        shard_path = self.path / SHARD_DIR
-        if not meta_path.exists():
-            if shard_path.exists() and any(shard_path.iterdir()):
-                raise VectorStoreError(
-                    f"{shard_path} holds a Qdrant Edge shard but {meta_path} is missing, so "
-                    "the embedding model of its vectors is unknown; restore the file, or move "
-                    "the directory away: the index is rebuilt from memory.db"
-                )
-            meta = new_meta(self.model_id, self.dimension)
-            # Written before the shard exists: a crash in between leaves a recoverable state.
-            self._save_meta(meta)
-            return meta
-        try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-            if not isinstance(meta, dict) or meta.get("format") != META_FORMAT:
-                raise ValueError(f"unknown format {meta.get('format') if isinstance(meta, dict) else meta!r}")
-            for key in ("model_id", "dimension", "vector", "vectors"):
-                if key not in meta:
-                    raise ValueError(f"no {key!r}")
-        except (OSError, ValueError) as exc:
-            raise VectorStoreError(
-                f"{meta_path} is unreadable ({exc}); it records which embedding model built "
-                "the shard beside it: restore it, or move the directory away: the index is "
-                "rebuilt from memory.db"
-            ) from exc
-        return meta
+        return load_meta(self.path, self.model_id, self.dimension)
 
     def _save_meta(self, meta: dict[str, Any]) -> None:
-        tmp = self.path / f".{META_FILE}.{os.getpid()}.tmp"
-        try:
-            tmp.write_text(json.dumps(meta, indent=2, sort_keys=True), "utf-8")
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path / META_FILE)
-        except OSError as exc:
-            raise VectorStoreError(f"cannot write {self.path / META_FILE}: {exc}") from exc
-
-    def _config(self) -> Any:
-        qe = _edge()
-        return qe.EdgeConfig(
-            hnsw_config=qe.HnswIndexConfig(
-                m=self._hnsw_m,
-                ef_construct=_EF_CONSTRUCT,
-                full_scan_threshold=self._full_scan_kb,
-                payload_m=_PAYLOAD_M if self.tenant_graphs else 0,
-            ),
-            max_search_threads=self._search_threads,
-            # Every candidate's filter fields are read from the payload: cold (on-disk)
-            # payload made a top-5 ~60% slower.
-            payload_memory=qe.Memory.Cached,
-            vectors={
-                self._meta["vector"]: qe.EdgeVectorParams(size=self._meta["dimension"], distance=qe.Distance.Cosine)
-            },
-            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            quantization_config=(
-                qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=_QUANTILE, memory=qe.Memory.Cached)
-                if self._quantize else None
-            ),
-        )
+        save_meta(self.path, meta)
 
     def _open_shard(self) -> Any:
-        qe = _edge()
-        shard_path = self.path / SHARD_DIR
-        try:
-            if shard_path.exists() and any(shard_path.iterdir()):
-                return qe.EdgeShard.load(str(shard_path), self._config())
-            self.created = True
-            return qe.EdgeShard.create(str(shard_path), self._config())
-        except Exception as exc:
-            raise VectorStoreError(f"cannot open the Qdrant Edge shard {shard_path}: {exc}") from exc
+        config = shard_config(
+            self._meta, hnsw_m=self._hnsw_m, full_scan_kb=self._full_scan_kb, tenant_graphs=self.tenant_graphs,
+            search_threads=self._search_threads, quantize=self._quantize,
+        )
+        shard, self.created = open_shard(self.path, config)
+        return shard
 
     def _ensure_indexes(self) -> None:
-        qe = _edge()
-        existing = set(self._shard.info().payload_schema)
-        kinds = {
-            "keyword": qe.PayloadSchemaType.Keyword,
-            "float": qe.PayloadSchemaType.Float,
-            "integer": qe.PayloadSchemaType.Integer,
-            "datetime": qe.PayloadSchemaType.Datetime,
-        }
-        for name, kind in self.schema.indexes():
-            if name in existing:
-                continue
-            schema = qe.KeywordIndexParams(is_tenant=True) if kind == "tenant" else kinds[kind]
-            self._update(qe.UpdateOperation.create_field_index(name, schema))
+        ensure_indexes(self._shard, self.schema, self._update)
 
     def _join_optimizer(self) -> None:
         thread = self._optimizer
@@ -428,26 +317,26 @@ class EdgeBackend(BaseBackend):
             raise VectorStoreError(f"writing to the shard {self.path} failed: {exc}") from exc
 
     def _add_vector(self, name: str, dimension: int) -> None:
-        qe = _edge()
+        qe = edge_module()
         self._update(qe.UpdateOperation.create_dense_vector(name, dimension, qe.Distance.Cosine))
 
     def _drop_vector(self, name: str) -> None:
         try:
-            self._shard.update(_edge().UpdateOperation.delete_vector_name(name))
+            self._shard.update(edge_module().UpdateOperation.delete_vector_name(name))
         except Exception as exc:  # already gone after a crash here: fine
             logger.debug("deleting vector %s of %s: %s", name, self.path, exc)
 
     def _sparse_vector(self, indices: list[int], values: list[float]) -> Any:
-        return _edge().SparseVector(indices, values)
+        return edge_module().SparseVector(indices, values)
 
     def _write_points(self, points: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
-        qe = _edge()
-        self._update(qe.UpdateOperation.upsert_points([qe.Point(_point_id(i), v, p) for i, v, p in points]))
+        qe = edge_module()
+        self._update(qe.UpdateOperation.upsert_points([qe.Point(point_id(i), v, p) for i, v, p in points]))
         self._wrote(len(points))
 
     def _write_vectors(self, points: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        qe = _edge()
-        self._update(qe.UpdateOperation.update_vectors([qe.PointVectors(_point_id(i), v) for i, v in points]))
+        qe = edge_module()
+        self._update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id(i), v) for i, v in points]))
         self._wrote(len(points))
 
     def set_payload(self, updates: Mapping[str, Mapping[str, Any]]) -> None:
@@ -456,11 +345,11 @@ class EdgeBackend(BaseBackend):
         if not updates:
             return
         self._check_open()
-        qe = _edge()
+        qe = edge_module()
         groups: dict[str, tuple[dict[str, Any], list[str]]] = {}
-        for point_id, payload in updates.items():
+        for pid, payload in updates.items():
             key = json.dumps(payload, sort_keys=True, default=str)
-            groups.setdefault(key, (dict(payload), []))[1].append(_point_id(point_id))
+            groups.setdefault(key, (dict(payload), []))[1].append(point_id(pid))
         for payload, ids in groups.values():
             self._update(qe.UpdateOperation.set_payload(ids, payload))
 
@@ -469,7 +358,7 @@ class EdgeBackend(BaseBackend):
         if not ids:
             return
         self._check_open()
-        self._update(_edge().UpdateOperation.delete_points([_point_id(i) for i in ids]))
+        self._update(edge_module().UpdateOperation.delete_points([point_id(i) for i in ids]))
         self._wrote(len(ids))
 
     def delete_where(self, where: Where) -> int:
@@ -480,7 +369,7 @@ class EdgeBackend(BaseBackend):
             raise VectorStoreError("refusing to delete every point: pass a non-empty Where")
         n = self.count(where)
         if n:
-            self._update(_edge().UpdateOperation.delete_points_by_filter(flt))
+            self._update(edge_module().UpdateOperation.delete_points_by_filter(flt))
             self._wrote(n)
         return n
 
@@ -491,7 +380,7 @@ class EdgeBackend(BaseBackend):
             return []
         try:
             records = self._shard.retrieve(
-                [_point_id(i) for i in ids], True, [self.vector_name] if with_vectors else False
+                [point_id(i) for i in ids], True, [self.vector_name] if with_vectors else False
             )
         except Exception as exc:
             raise VectorStoreError(f"reading from the shard {self.path} failed: {exc}") from exc
@@ -508,8 +397,8 @@ class EdgeBackend(BaseBackend):
     ) -> tuple[list[Record], str | None]:
         """Points matching ``where``, by id."""
         self._check_open()
-        request = _edge().ScrollRequest(
-            offset=_point_id(offset) if offset is not None else None,
+        request = edge_module().ScrollRequest(
+            offset=point_id(offset) if offset is not None else None,
             limit=limit,
             filter=self.filters.build(where),
             with_payload=True,
@@ -526,7 +415,7 @@ class EdgeBackend(BaseBackend):
         self._check_open()
         flt = self.filters.build(where) if where is not None else None
         try:
-            return int(self._shard.count(_edge().CountRequest(exact=True, filter=flt)))
+            return int(self._shard.count(edge_module().CountRequest(exact=True, filter=flt)))
         except Exception as exc:
             raise VectorStoreError(f"reading from the shard {self.path} failed: {exc}") from exc
 
@@ -534,7 +423,7 @@ class EdgeBackend(BaseBackend):
         return self._query_many([search])[0]
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
-        qe = _edge()
+        qe = edge_module()
         requests = [self._request(search) for search in searches]
         try:
             if len(requests) == 1:
@@ -547,7 +436,7 @@ class EdgeBackend(BaseBackend):
         return [[ScoredRecord(str(p.id), float(p.score), dict(p.payload or {})) for p in points] for points in found]
 
     def _request(self, search: Search) -> Any:
-        qe = _edge()
+        qe = edge_module()
         fields = search.fields
         payload: Any = True if fields is None else (qe.PayloadSelector.Include(list(fields)) if fields else False)
         prefetches = None
@@ -559,25 +448,5 @@ class EdgeBackend(BaseBackend):
             filter=search.flt, with_payload=payload,
             # Scores are similarities the ranking weighs: always the exact vectors' (the
             # int8 copy only chooses which points to score).
-            params=_rescore() if self._quantize and search.using != SPARSE_VECTOR else None,
+            params=rescore_params() if self._quantize and search.using != SPARSE_VECTOR else None,
         )
-
-
-# --- conversions ---------------------------------------------------------------------------
-
-
-@functools.cache
-def _rescore() -> Any:
-    qe = _edge()
-    # Twice the points asked for are chosen by their int8 copy and rescored exactly: with
-    # the limit alone, recall@10 against an exact search was 0.93 (a 30k-point graph) and
-    # 0.96 (2k-point scans); oversampled, 0.998 and 1.0.
-    return qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=_OVERSAMPLING))
-
-
-def _point_id(value: str) -> str:
-    # Edge takes UUIDs (or ints); say so rather than pass on its parse error.
-    try:
-        return str(uuid.UUID(str(value)))
-    except ValueError:
-        raise VectorStoreError(f"point ids are UUID strings, got {value!r}") from None

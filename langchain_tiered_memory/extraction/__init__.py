@@ -17,18 +17,17 @@ Modules, one job each:
   a cut-off answer recognised; :mod:`.prompts` — the prompts;
 - :mod:`.llm` — :class:`LLMExtractor`, :func:`default_model`, :func:`make_extractor`.
 
-The offline package imports only :mod:`.schema` and :mod:`.messages` from here, and this
-package's ``__init__`` loads :mod:`.llm` (which uses the offline summaries) on first use,
-so no module imports one that imports it back.
+The offline package imports only :mod:`.schema`, :mod:`.arguments` and :mod:`.messages`
+from here; no module imports one that imports it back.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ..vocabulary import ENTITY_TYPES, MEMORY_TYPES, RELATION_ATTRIBUTE, SELF, USER_ENTITY, MemoryType
 from .calls import MAX_HUNG_CALLS
+from .llm import LLMExtractor, default_model, make_extractor
 from .messages import message_text, render_messages, speaker
+from .offline import OfflineExtractor
 from .normalise import (
     DEFAULT_IMPORTANCE,
     MAX_ATTRIBUTES,
@@ -51,10 +50,6 @@ from .schema import (
     TurnExtraction,
 )
 from .structured import StructuredMethod, forget_methods
-
-if TYPE_CHECKING:
-    from .offline import OfflineExtractor
-    from .llm import LLMExtractor, default_model, make_extractor
 
 __all__ = [
     "DEFAULT_IMPORTANCE",
@@ -95,22 +90,3 @@ __all__ = [
     "speaker",
     "validate_payload",
 ]
-
-_LAZY = {
-    "LLMExtractor": ".llm",
-    "default_model": ".llm",
-    "make_extractor": ".llm",
-    "OfflineExtractor": ".offline",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # .llm imports the offline package, which imports .schema from here: loading it on
-    # first use keeps this package's import free of that cycle.
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,44 +1,22 @@
 """Messages as the extraction prompt shows them: ``speaker: text`` lines, quoted.
 
 Shared by the LLM extractor (which renders the conversation into its prompt) and the offline
-rules (which read the user's text).
+rules (which read the user's text). Who said a message and its text are read as the
+stored-message format reads them (:mod:`~langchain_tiered_memory.storage.message_format`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from ..fence import quote
+from ..storage.message_format import message_text, speaker
 from ..tokens import TokenCounter
 from .normalise import clean_text
 
 __all__ = ["message_text", "render_messages", "speaker"]
-
-_SPEAKERS = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-
-
-def message_text(message: BaseMessage) -> str:
-    """The text of a message (text blocks only), tool calls described briefly."""
-    text = str(message.text)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        calls = ", ".join(
-            f"{c['name']}({json.dumps(c.get('args', {}), ensure_ascii=False, default=str)})"
-            for c in message.tool_calls
-        )
-        text = f"{text}\n[calls {calls}]" if text else f"[calls {calls}]"
-    return text
-
-
-def speaker(message: BaseMessage) -> str:
-    """``user``, ``assistant``, ``system`` or ``tool`` (a ChatMessage's role otherwise)."""
-    role = getattr(message, "role", None)
-    if message.type == "chat" and isinstance(role, str):
-        return {"human": "user", "ai": "assistant"}.get(role, role)
-    return _SPEAKERS.get(message.type, message.type)
-
 
 def render_messages(
     messages: Sequence[BaseMessage],

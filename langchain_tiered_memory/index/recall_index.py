@@ -12,7 +12,7 @@ Records are written to the database first with ``indexed = 0``; :meth:`RecallInd
 them in batches, writes their points and marks them. Opening an index that is missing or
 behind its records resets the marks, so it catches up (logged, with its progress); an index
 holding points of records the database does not have (an older ``memory.db`` restored
-beside a newer index) has those points deleted, loudly (:mod:`.index_repair`). Several processes share one
+beside a newer index) has those points deleted, loudly (:mod:`.repair`). Several processes share one
 directory: only the one holding the Edge shard runs the index; the others store records
 and leave the indexing to it (:attr:`RecallIndex.unavailable` says why), or all of them
 use a Qdrant server (``qdrant_url=``).
@@ -20,18 +20,15 @@ use a Qdrant server (``qdrant_url=``).
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..backends.base import BaseBackend
 from ..backends.records import (
     MODEL_FIELD,
-    CollectionSchema,
     PointData,
     Range,
     ScoredRecord,
@@ -45,6 +42,18 @@ from ..errors import (
     TieredMemoryError,
     VectorStoreError,
 )
+from .points import (
+    CANDIDATE_FIELDS,
+    COLLECTION,
+    GRAINS,
+    RECALL_SCHEMA,
+    Candidate,
+    Probe,
+    UnitSource,
+    candidate_of,
+    point_payload,
+    tenant_key,
+)
 from .repair import CatchUp, reconcile
 
 if TYPE_CHECKING:
@@ -52,31 +61,8 @@ if TYPE_CHECKING:
 
     from ..storage import Storage, Unit
 
-__all__ = [
-    "COLLECTION",
-    "GRAINS",
-    "RECALL_SCHEMA",
-    "Candidate",
-    "Probe",
-    "RecallIndex",
-    "UnitSource",
-    "tenant_key",
-]
+__all__ = ["Embedder", "RecallIndex"]
 
-#: The grains of recall, finest last.
-GRAINS: tuple[str, ...] = ("fact", "session", "window", "turn")
-#: The collection's name (an Edge shard in ``data_dir/qdrant/recall``, or on the server).
-COLLECTION = "recall"
-RECALL_SCHEMA = CollectionSchema(
-    tenant_field="user",
-    keyword_fields=("grain", "memory_type"),
-    float_fields=("importance", "news"),
-    integer_fields=("current",),
-    datetime_fields=("at",),
-)
-#: The payload fields a candidate carries: what the ranking reads before the records (the
-#: rest of a point's payload is for filters; leaving it in the engine makes a query cheaper).
-CANDIDATE_FIELDS = ("grain", "at", "asks", "news", "words")
 #: Records indexed per batch (one embedding call, one write).
 BATCH = 64
 #: The vector kilobytes below which a user's points are scanned exactly rather than searched
@@ -88,58 +74,6 @@ EDGE_TUNING: dict[str, Any] = {
 }
 #: A locked shard is tried again after this many seconds (the holder may have closed it).
 RETRY_LOCKED_S = 2.0
-
-
-def tenant_key(user_id: str) -> str:
-    """The opaque key a user's points carry instead of their id (BLAKE2b, 128 bits)."""
-    return hashlib.blake2b(user_id.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A unit the index found for a query: its id, grain, and each leg's score.
-
-    ``dense`` is the cosine similarity, ``sparse`` the BM25 score (``None``: no term in
-    common, or not among the sparse candidates).
-    """
-
-    id: str
-    grain: str
-    dense: float | None
-    sparse: float | None
-    payload: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One search of :meth:`RecallIndex.candidates_many`: the query's text (BM25) and
-    vector (dense), the filter (:meth:`RecallIndex.where`) and how many per leg."""
-
-    query: str
-    vector: Sequence[float]
-    where: Where
-    limit: int
-
-
-class UnitSource(Protocol):
-    """A family of records that the index holds points for (memories, episodes, turns)."""
-
-    grains: tuple[str, ...]
-
-    def pending(self, limit: int) -> Sequence[Unit]:
-        """Records whose point is not written yet, as units to index."""
-
-    def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
-        """The points of ``units`` were written (with these vectors): mark the records."""
-
-    def reset(self) -> int:
-        """Mark every record unindexed (the index is rebuilt); how many there are."""
-
-    def indexed_count(self) -> int:
-        """How many records have their point written."""
-
-    def texts(self, ids: Sequence[str]) -> dict[str, str]:
-        """The indexed text of the records among ``ids`` that exist, by id."""
 
 
 class Embedder(Protocol):
@@ -420,12 +354,12 @@ class RecallIndex:
         found = self.backend().hybrid_many([(p.vector, p.query, p.where, p.limit) for p in probes], CANDIDATE_FIELDS)
         out: list[list[Candidate]] = []
         for hits in found:
-            by_id: dict[str, Candidate] = {h.id: _candidate(h, h.score, None) for h in hits.dense}
+            by_id: dict[str, Candidate] = {h.id: candidate_of(h, h.score, None) for h in hits.dense}
             for h in hits.sparse:
                 c = by_id.get(h.id)
                 by_id[h.id] = (
                     Candidate(c.id, c.grain, c.dense, h.score, c.payload) if c is not None
-                    else _candidate(h, hits.cosines.get(h.id), h.score)
+                    else candidate_of(h, hits.cosines.get(h.id), h.score)
                 )
             out.append(list(by_id.values()))
         return out
@@ -537,12 +471,3 @@ class RecallIndex:
 
 class _IndexLost(VectorStoreError):
     """The index is missing and this memory does not rebuild it (``repair=False``)."""
-
-
-def _candidate(hit: ScoredRecord, dense: float | None, sparse: float | None) -> Candidate:
-    return Candidate(hit.id, str(hit.payload.get("grain", "")), dense, sparse, hit.payload)
-
-
-def point_payload(unit: Unit) -> dict[str, Any]:
-    """What a unit's point carries: the tenant key, grain, time, and its filter fields."""
-    return {"user": tenant_key(unit.user_id), "grain": unit.grain, "at": unit.at, **unit.fields}

@@ -27,7 +27,7 @@ from ..backends.records import Where
 
 if TYPE_CHECKING:
     from ..backends.base import BaseBackend
-    from .recall_index import UnitSource
+    from .points import UnitSource
     from ..storage import Storage
 
 logger = logging.getLogger("langchain_tiered_memory")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from ..errors import VectorStoreError
 
 if TYPE_CHECKING:
-    from .recall_index import Candidate, Probe, RecallIndex
+    from .points import Candidate, Probe
+    from .recall_index import RecallIndex
 
 __all__ = ["Searches"]
 

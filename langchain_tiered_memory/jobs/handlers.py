@@ -13,12 +13,13 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from langchain_core.messages import HumanMessage
 
 from ..layers.entities import EntityLayer, updates
 from ..layers.episodes import episode_id
+from ..storage.job_answers import EpisodeAnswer, ExtractionAnswer, load_answer
 from ..storage.rows import EpisodeRow, JobRow, MemoryRow, SummaryUpdate, ThreadRow
 from ..layers.summary import SummaryLayer
 
@@ -83,7 +84,7 @@ class JobHandlers:
             self._storage.jobs.finish(job.id, worker)  # a later job already covered it
             return
         if job.result:
-            result = json.loads(job.result)
+            result = cast(ExtractionAnswer, load_answer(job.result))
         else:
             result = self._ask(thread, first, through, ev_first, ev_last)
             self._storage.jobs.save_result(job.id, worker, result)
@@ -121,7 +122,7 @@ class JobHandlers:
             now=self._clock().isoformat(),
         )
 
-    def _ask(self, thread: ThreadRow, first: int, through: int, ev_first: int, ev_last: int) -> dict[str, Any]:
+    def _ask(self, thread: ThreadRow, first: int, through: int, ev_first: int, ev_last: int) -> ExtractionAnswer:
         new = [m for m in self._turns.messages(thread.key, first, through) if m.type != "system"]
         evicted = [m for m in self._turns.messages(thread.key, ev_first, ev_last) if m.type != "system"]
         current = self._summary.current(thread)
@@ -155,14 +156,14 @@ class JobHandlers:
             summary = dataclasses.asdict(bounded)
         humans = [m for m in new if isinstance(m, HumanMessage)]
         span = self._storage.threads.span(thread.key, first, through) if through >= first else None
-        return {
-            "extraction": extraction.model_dump(mode="json"),
-            "summary": summary,
-            "through": through,
-            "source_message": (humans[-1].id if humans else (new[-1].id if new else None)),
-            "source_messages": [m.id for m in (humans or new) if m.id],
-            "said_at": span[1] if span else None,
-        }
+        return ExtractionAnswer(
+            extraction=extraction.model_dump(mode="json"),
+            summary=summary,
+            through=through,
+            source_message=(humans[-1].id if humans else (new[-1].id if new else None)),
+            source_messages=[m.id for m in (humans or new) if m.id],
+            said_at=span[1] if span else None,
+        )
 
     # --- episodes -------------------------------------------------------------------------
 
@@ -177,16 +178,17 @@ class JobHandlers:
         if first > last:
             self._storage.jobs.finish(job.id, worker)
             return
+        answer: EpisodeAnswer
         if job.result:
-            result = json.loads(job.result)
+            answer = cast(EpisodeAnswer, load_answer(job.result))
         else:
             messages = [m for m in self._turns.messages(thread.key, first, last) if m.type != "system"]
             extraction = self._extractor().extract_episode(messages)
-            result = {"episode": extraction.model_dump(mode="json")}
-            self._storage.jobs.save_result(job.id, worker, result)
+            answer = EpisodeAnswer(episode=extraction.model_dump(mode="json"))
+            self._storage.jobs.save_result(job.id, worker, answer)
         span = self._storage.threads.span(thread.key, first, last)
         started, ended = span if span else (self._clock().isoformat(),) * 2
-        data = result["episode"]
+        data = answer["episode"]
         row = EpisodeRow(
             episode_id(thread.thread_id, last), thread.user_id, thread.thread_id, started, ended,
             data["summary"], list(data.get("decisions", [])), data.get("outcome", ""),

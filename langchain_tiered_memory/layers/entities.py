@@ -11,15 +11,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
-from ..context import ContextSection, SectionRequest, section_of_lines
+from ..context import ContextSection
+from .sections import SectionRequest, section_of_lines
 from ..entries import check_text
 from ..errors import InvalidInputError
 from ..fence import quote_key
 from ..storage.rows import EntityRow, EntityUpdate
+from ..views import AttributeValue as AttributeValue, Entity as Entity  # re-exported: the layer's values
 from ..vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 
 if TYPE_CHECKING:
@@ -34,34 +35,6 @@ _STOPWORDS = frozenset(
     "this to was we were what when where which who why will with would you your".split()
 )
 MAX_ENTITIES_IN_CONTEXT = 10
-
-
-@dataclass(frozen=True)
-class AttributeValue:
-    """One value an attribute had: when it was learned, from where, and until when."""
-
-    value: str
-    learned_at: str
-    source_thread: str | None
-    source_message: str | None
-    superseded_at: str | None
-
-
-@dataclass(frozen=True)
-class Entity:
-    """An entity profile: its current attributes and, from :meth:`TieredMemory.entity`, their history."""
-
-    name: str
-    type: str
-    attributes: dict[str, str]
-    created_at: str
-    updated_at: str
-    history: dict[str, list[AttributeValue]]
-
-    def _repr_html_(self) -> str:
-        from ..display import entity_html
-
-        return entity_html(self)
 
 
 def name_key(name: str) -> str:

@@ -16,12 +16,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TypeGuard
 
 from .. import scoring
-from ..context import ContextSection, SectionRequest, section_of_lines
-from ..index.recall_index import Probe
+from ..context import ContextSection
+from .sections import SectionRequest, section_of_lines
+from ..index.points import Probe
 from ..storage.rows import EpisodeRow, Unit
 
 if TYPE_CHECKING:
-    from ..index.recall_index import Candidate, RecallIndex
+    from ..index.points import Candidate
+    from ..index.recall_index import RecallIndex
     from ..storage import Storage
     from ..tokens import TokenCounter
 

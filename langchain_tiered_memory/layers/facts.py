@@ -49,7 +49,8 @@ from ..entries import (
     check_user,
 )
 from ..errors import InvalidInputError, NotFoundError
-from ..index.recall_index import Candidate, RecallIndex
+from ..index.points import Candidate
+from ..index.recall_index import RecallIndex
 from ..storage.rows import MemoryRow, Unit
 
 if TYPE_CHECKING:
@@ -65,6 +66,21 @@ CANDIDATES = 50
 # Records read per round when ranking: a few more than a search usually returns.
 _READ_BATCH = 8
 _LIST_LIMIT = 1_000
+
+
+def entry_of(row: MemoryRow) -> MemoryEntry:
+    """The :class:`MemoryEntry` of a stored row (the value type knows nothing of storage)."""
+    return MemoryEntry(
+        id=row.id, content=row.content, memory_type=row.memory_type,  # type: ignore[arg-type]
+        user_id=row.user_id, session_id=row.session_id, importance=row.importance,
+        boost=min(row.boost, 1.0), created_at=datetime.fromisoformat(row.created_at),
+        updated_at=datetime.fromisoformat(row.updated_at),
+        last_accessed=datetime.fromisoformat(row.last_accessed), access_count=row.access_count,
+        metadata=row.metadata, merged_from=row.merged_from,
+        source_message_ids=row.source_messages, valid_from=datetime.fromisoformat(row.valid_from),
+        valid_to=datetime.fromisoformat(row.valid_to) if row.valid_to else None,
+        superseded_by=row.superseded_by,
+    )
 
 
 @dataclass(frozen=True)
@@ -389,7 +405,7 @@ class FactLayer:
 
     def record(self, scored: Sequence[Scored], now: datetime, peek: bool) -> list[MemoryEntry]:
         """The entries of ``scored``, counted as recalled now (unless ``peek``)."""
-        entries = [MemoryEntry.from_row(s.row) for s in scored]
+        entries = [entry_of(s.row) for s in scored]
         if peek or not entries:
             return entries
         self.recalled([e.id for e in entries], now)
@@ -415,7 +431,7 @@ class FactLayer:
         row = self._storage.memories.get_many([key], user_id=user_id).get(key) if key else None
         if row is None:
             raise NotFoundError(f"user {user_id!r} has no memory {memory_id!r}")
-        return MemoryEntry.from_row(row)
+        return entry_of(row)
 
     def update(
         self,
@@ -466,7 +482,7 @@ class FactLayer:
             raise InvalidInputError(f"offset must be a non-negative int, got {offset!r}")
         types = check_types(memory_types) if memory_types is not None else None
         rows = self._storage.memories.page(user_id, types, limit, offset, include_superseded=include_superseded)
-        return [MemoryEntry.from_row(r) for r in rows]
+        return [entry_of(r) for r in rows]
 
 
 def unit(row: MemoryRow) -> Unit:

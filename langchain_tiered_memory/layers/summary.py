@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..context import ContextSection, SectionRequest
+from ..context import ContextSection
+from .sections import SectionRequest
 from ..storage.rows import SummaryUpdate, ThreadRow
 
 if TYPE_CHECKING:

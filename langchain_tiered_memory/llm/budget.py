@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from ..config import SpendBudget
 
 if TYPE_CHECKING:
     from ..storage import JobRow, Storage
@@ -42,33 +42,6 @@ __all__ = ["LLM_JOBS", "WINDOW", "SpendBudget", "SpendGate"]
 WINDOW = timedelta(hours=1)
 #: Job kinds that call the chat model (and so are held by the budget).
 LLM_JOBS = frozenset({"extract", "episode"})
-
-
-class SpendBudget(BaseModel):
-    """Limits on the LLM spend of background jobs in any sliding hour (``None``: no limit).
-
-    ``calls_per_hour`` / ``tokens_per_hour`` count every user's jobs together;
-    ``user_calls_per_hour`` / ``user_tokens_per_hour`` count one user's. Tokens are prompt +
-    completion tokens as the model reports them (``AIMessage.usage_metadata``).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour, all users together.")
-    tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour, all users together.")
-    user_calls_per_hour: int | None = Field(default=None, ge=1, description="LLM calls per hour of one user.")
-    user_tokens_per_hour: int | None = Field(default=None, ge=1, description="Tokens per hour of one user.")
-
-    @property
-    def limited(self) -> bool:
-        """Whether any limit is set."""
-        return any(v is not None for v in self.model_dump().values())
-
-    def limits(self, scope: str) -> tuple[int | None, int | None]:
-        """``(calls, tokens)`` limits of ``scope``: ``"all"`` or ``"user"``."""
-        if scope == "user":
-            return self.user_calls_per_hour, self.user_tokens_per_hour
-        return self.calls_per_hour, self.tokens_per_hour
 
 
 def _frees_at(window: Sequence[tuple[float, int, int]], calls: int | None, tokens: int | None) -> float | None:

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..layers.entities import name_key
+from ..layers.facts import entry_of
 from ..entries import MemoryEntry
 from ..errors import InvalidInputError, ShardLockedError, VectorStoreError
+from ..storage.message_format import read_message
 from ..storage.rows import EpisodeRow, MemoryRow
 
 if TYPE_CHECKING:
@@ -165,7 +167,7 @@ def _overwrite(path: Path) -> None:
 def memory_record(row: MemoryRow) -> dict[str, Any]:
     """A memory as an export writes it: :class:`MemoryEntry`'s fields (no user id), and
     its ``subject`` and ``mergeable``."""
-    entry = MemoryEntry.from_row(row)
+    entry = entry_of(row)
     return {**entry.model_dump(mode="json", exclude={"user_id"}), "subject": row.subject,
             "mergeable": row.mergeable}
 
@@ -184,12 +186,10 @@ def prepare_import(
     store items that had vectors are embedded again with this memory's embeddings.
     Raises :class:`InvalidInputError` for anything malformed, before anything is written.
     """
-    from langchain_core.messages import messages_from_dict
-
     try:
         messages = []
         for m in data.get("messages", ()):
-            new = serialise(messages_from_dict([m["message"]])[0])
+            new = serialise(read_message(m["message"]))
             messages.append({**m, "message_id": new.message_id, "type": new.type,
                              "tool_calls": new.tool_calls, "data": new.data, "tokens": new.tokens})
         memories, extra_items = [], []

@@ -17,12 +17,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import messages_from_dict
-
 from ..backends.bm25 import content_words
 from .dates import tells_current
-from ..extraction.messages import message_text, speaker
 from ..text.sentences import only_asks
+from ..storage.message_format import said
 from ..storage.rows import Unit
 from ..storage.units import unit_id
 
@@ -30,8 +28,6 @@ if TYPE_CHECKING:
     from ..index.recall_index import RecallIndex
     from ..storage import Storage, UnitRow
 
-#: Message types whose plain-text form needs no message object.
-_PLAIN = {"human": "user", "ai": "assistant"}
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
 MAX_INDEXED_CHARS = 4_000
 
@@ -75,28 +71,10 @@ def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:
     """The lines of a unit's messages, ``(seq, message_id, created_at, data[, tokens])`` each."""
     out = []
     for seq, message_id, created, data, *rest in rows:
-        who, text = _said(json.loads(data))
+        who, text = said(json.loads(data))
         tokens = rest[0] if rest else None
         out.append(Line(message_id, seq, datetime.fromisoformat(created), who, text, tokens))
     return out
-
-
-def _said(stored: dict[str, Any]) -> tuple[str, str]:
-    """Who said a stored message and its text. A plain text message is read from its dict
-    (building the message object is most of the cost of quoting evidence); anything else
-    (content blocks, tool calls) through langchain-core."""
-    fields = stored.get("data") or {}
-    name = fields.get("name")
-    content = fields.get("content")
-    if stored.get("type") in _PLAIN and isinstance(content, str) and not fields.get("tool_calls"):
-        who, text = _PLAIN[stored["type"]], content
-    else:
-        message = messages_from_dict([stored])[0]
-        who, text = speaker(message), message_text(message)
-    # A named speaker (two people talking, an imported chat) is named: questions do.
-    if isinstance(name, str) and name.strip():
-        who = " ".join(name.split())
-    return who, text
 
 
 class DialogueLayer:

@@ -25,18 +25,20 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from .. import scoring
 from ..backends.records import Where
-from ..context import ContextSection, SectionRequest
+from ..context import ContextSection
+from ..layers.sections import SectionRequest
 from .dates import asks_current, resolve
 from .dialogue import Line, lines_of
-from ..entries import MemoryEntry, check_k, check_user
+from ..entries import check_k, check_user
 from ..errors import InvalidInputError
-from ..index.recall_index import GRAINS, Candidate, Probe, RecallIndex
+from ..index.points import GRAINS, Candidate, Probe
+from ..index.recall_index import RecallIndex
+from .evidence import Evidence as Evidence  # re-exported: what recall returns
 from .quotes import Neighbours, quote_evidence
 from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
 from ..text.sentences import sentences_of
@@ -67,29 +69,6 @@ _TABLES = {"fact": "memories", "turn": "units", "window": "units", "session": "e
 MAX_LINKED_NAMES = 3
 #: Seconds a user's speaker names are kept between reads (another process may add one).
 SPEAKERS_TTL = 30.0
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One recalled unit: what it says, when, where from, and how well it matched.
-
-    ``grain`` is ``fact`` (a long-term memory: ``memory`` holds it), ``turn`` (one message),
-    ``window`` (a few consecutive messages) or ``session`` (an episode). ``message_ids`` are
-    the messages it came from (a fact's sources, a turn's own id, a window's or a session's
-    span); ``at`` is when it was said. ``parts`` explains the score with ``explain=True``.
-    """
-
-    grain: str
-    id: str
-    text: str
-    at: datetime
-    message_ids: tuple[str, ...]
-    score: float
-    relevance: float
-    thread_id: str | None = None
-    memory: MemoryEntry | None = None
-    lines: tuple[Line, ...] = field(default=(), repr=False)
-    parts: scoring.ScoreParts | None = None
 
 
 class RecallLayer:

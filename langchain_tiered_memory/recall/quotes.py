@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .dialogue import Line
 
 if TYPE_CHECKING:
-    from .layer import Evidence
+    from .evidence import Evidence
     from ..tokens import TokenCounter
 
 __all__ = ["LINE_FRAME", "NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]

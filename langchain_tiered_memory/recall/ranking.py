@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import scoring
 from .dates import TimeRange, asks_current
-from ..index.recall_index import Candidate
+from ..index.points import Candidate
 from ..text.sentences import is_question
 from ..storage.units import unit_id
 

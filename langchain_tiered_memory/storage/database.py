@@ -21,12 +21,20 @@ import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .text_search import FTS5, TSVECTOR
 
-if TYPE_CHECKING:
-    from .text_search import TextSearch
+class TextSearch(Protocol):
+    """How one database indexes and searches entity text."""
+
+    def match(self, tx: Tx, user_id: str, terms: Sequence[str], limit: int) -> list[int]:
+        """Ids of the user's entities matching any of ``terms``, best first."""
+
+    def index(self, tx: Tx, entity_id: int, name: str, text: str) -> None:
+        """Index the entity's ``name`` and ``text`` (and store ``text`` as its ``search_text``)."""
+
+    def optimize(self, tx: Tx) -> None:
+        """Merge the index after deletions, so that deleted text leaves its pages."""
 
 
 @dataclass(frozen=True)
@@ -57,21 +65,6 @@ class Dialect:
     sync_identity: str
     #: Entity full-text search.
     text_search: TextSearch
-
-
-SQLITE = Dialect(
-    name="sqlite", greatest="MAX", least="MIN", skip_locked="", placeholder="?", for_update="",
-    advisory_lock="", tables="SELECT name FROM sqlite_master WHERE type = 'table'", lock_table="",
-    sync_identity="", text_search=FTS5,
-)
-POSTGRESQL = Dialect(
-    name="postgresql", greatest="GREATEST", least="LEAST", skip_locked=" FOR UPDATE SKIP LOCKED",
-    placeholder="%s", for_update=" FOR UPDATE", advisory_lock="SELECT pg_advisory_xact_lock(?)",
-    tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
-    lock_table="LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
-    sync_identity="SELECT setval(pg_get_serial_sequence('{0}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {0}",
-    text_search=TSVECTOR,
-)
 
 
 def lock_key(name: str) -> int:

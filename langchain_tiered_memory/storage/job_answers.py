@@ -18,15 +18,32 @@ reason or a failure's message naming what was forgotten (those quote a few words
 answer: redacted), and the full answers of jobs that ended before this rule (trimmed).
 A job running while the forget runs may save its answer after it; the job's end trims it,
 and the next forget's or the upkeep's scrub of the write-ahead log takes its frames.
+
+The answer itself is one typed value, :data:`JobAnswer`: an extraction job's
+:class:`ExtractionAnswer` or an episode job's :class:`EpisodeAnswer`, stored as JSON
+(:func:`dump_answer`, :func:`load_answer`); its *parts* (the extraction, the summary, the
+episode: the dict-valued keys) are what :func:`answer_parts` reads.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict, Union, cast
 
 from .database import Tx
+
+__all__ = [
+    "EpisodeAnswer",
+    "ExtractionAnswer",
+    "JobAnswer",
+    "answer_parts",
+    "dump_answer",
+    "end_answer",
+    "ended_answer",
+    "load_answer",
+    "scrub_answers",
+]
 
 #: The keys of an answer's part that outlive the job (see the module doc).
 KEPT_KEYS = ("dropped", "method")
@@ -36,6 +53,57 @@ REDACTED = "(redacted: it named something forgotten since)"
 #: "no") would match nearly every answer, and says nothing about anyone on its own.
 MIN_NEEDLE_CHARS = 3
 _ENDED = ("done", "failed")
+
+
+class ExtractionAnswer(TypedDict):
+    """What an extraction job saves of its model call, before applying it."""
+
+    #: The :class:`~langchain_tiered_memory.extraction.TurnExtraction`, as JSON.
+    extraction: dict[str, Any]
+    #: The bounded running summary (a ``SummaryUpdate``'s fields) when messages were
+    #: evicted, else ``None``.
+    summary: dict[str, Any] | None
+    #: The last seq the extraction covered.
+    through: int
+    #: The message the entities' new values were learned from (the newest human one).
+    source_message: str | None
+    #: The messages the memories were learned from.
+    source_messages: list[str]
+    #: When the turn was said (its last message's time), if it has messages.
+    said_at: str | None
+
+
+class EpisodeAnswer(TypedDict):
+    """What an episode job saves of its model call."""
+
+    #: The :class:`~langchain_tiered_memory.extraction.EpisodeExtraction`, as JSON.
+    episode: dict[str, Any]
+
+
+#: A job's saved answer: the one shape the jobs write and the journal reads.
+JobAnswer = Union[ExtractionAnswer, EpisodeAnswer]
+
+
+def dump_answer(answer: JobAnswer) -> str:
+    """The text the journal stores for an answer."""
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def load_answer(text: str) -> JobAnswer:
+    """A saved answer read back (for a replay: the job that saved it knows which kind)."""
+    return cast(JobAnswer, json.loads(text))
+
+
+def answer_parts(result: str | None) -> dict[str, dict[str, Any]]:
+    """The parts of a saved answer by name (its dict-valued keys: ``extraction``,
+    ``summary``, ``episode``); ``{}`` for no answer or an unreadable one."""
+    try:
+        data = json.loads(result or "null")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {name: part for name, part in data.items() if isinstance(part, dict)}
 
 
 def needles(texts: Iterable[str | None]) -> list[str]:
@@ -63,16 +131,8 @@ def ended_answer(result: str | None, found: Sequence[str] = ()) -> str | None:
     """What an ended job keeps of its saved answer ``result``: of each part (the extraction,
     the episode), its ``dropped`` records and ``method``; a reason naming one of ``found``
     is redacted. ``None`` when nothing is left (or the answer is unreadable)."""
-    try:
-        data = json.loads(result or "null")
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
     kept: dict[str, Any] = {}
-    for name, part in data.items():
-        if not isinstance(part, dict):
-            continue
+    for name, part in answer_parts(result).items():
         keep = {k: part[k] for k in KEPT_KEYS if part.get(k)}
         dropped = keep.get("dropped")
         if isinstance(dropped, list):

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .database import Database, Tx
-from .job_answers import end_answer
+from .job_answers import JobAnswer, answer_parts, dump_answer, end_answer
 from .rows import JobRow
 
 JOB_COLUMNS = (
@@ -201,12 +201,12 @@ class Jobs:
             )
         return dataclasses.replace(job, status="running", attempts=job.attempts + 1, leased_by=worker)
 
-    def save_result(self, job_id: int, worker: str, result: dict[str, Any]) -> None:
+    def save_result(self, job_id: int, worker: str, result: JobAnswer) -> None:
         """Keep a job's model answer, so a retry replays it instead of asking again."""
         with self.db.write() as tx:
             tx.execute(
                 "UPDATE jobs SET result = ? WHERE id = ? AND leased_by = ?",
-                (json.dumps(result, ensure_ascii=False), job_id, worker),
+                (dump_answer(result), job_id, worker),
             )
 
     def dropped_items(self, recent: int = 20) -> dict[str, Any]:
@@ -411,14 +411,9 @@ class Jobs:
 def _dropped(result: str | None) -> list[dict[str, Any]]:
     """The dropped-item records of a saved answer (of each part: an extraction, an
     episode), as ``{kind, index, count, reason}``; ``[]`` for an unreadable answer."""
-    try:
-        data = json.loads(result or "null")
-    except ValueError:
-        return []
-    parts = data.values() if isinstance(data, dict) else ()
     out = []
-    for part in parts:
-        dropped = part.get("dropped") if isinstance(part, dict) else None
+    for part in answer_parts(result).values():
+        dropped = part.get("dropped")
         for item in dropped if isinstance(dropped, list) else ():
             if not isinstance(item, dict):
                 continue

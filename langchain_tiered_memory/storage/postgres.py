@@ -29,7 +29,8 @@ from ..errors import (
     SchemaVersionError,
     StorageError,
 )
-from .database import POSTGRESQL, Database, Tx, lock_key
+from .database import Database, Dialect, Tx, lock_key
+from .text_search import TSVECTOR
 from .schema_postgres import APPLICATION, MIGRATIONS, OUR_TABLES, SCHEMA_TABLE
 
 if TYPE_CHECKING:
@@ -47,6 +48,17 @@ _AUTH = ("28000", "28P01")
 _NO_DATABASE = "3D000"
 _NO_PRIVILEGE = "42501"
 _RETRYABLE = ("40001", "40P01")  # serialization failure, deadlock
+
+
+#: How PostgreSQL spells what SQL does not standardise.
+POSTGRESQL = Dialect(
+    name="postgresql", greatest="GREATEST", least="LEAST", skip_locked=" FOR UPDATE SKIP LOCKED",
+    placeholder="%s", for_update=" FOR UPDATE", advisory_lock="SELECT pg_advisory_xact_lock(?)",
+    tables="SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    lock_table="LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE",
+    sync_identity="SELECT setval(pg_get_serial_sequence('{0}', 'id'), COALESCE(MAX(id), 0) + 1, false) FROM {0}",
+    text_search=TSVECTOR,
+)
 
 
 class PostgresDatabase(Database):

@@ -36,7 +36,8 @@ from ..errors import (
     SchemaVersionError,
     StorageError,
 )
-from .database import SQLITE, Database, Tx
+from .database import Database, Dialect, Tx
+from .text_search import FTS5
 from .schema import MIGRATIONS
 
 if TYPE_CHECKING:
@@ -55,6 +56,14 @@ SCRUB_KEY = "scrub_pending"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 #: SQLite's smallest page: a database file is at least this long.
 _MIN_PAGE_BYTES = 512
+
+
+#: How SQLite spells what SQL does not standardise.
+SQLITE = Dialect(
+    name="sqlite", greatest="MAX", least="MIN", skip_locked="", placeholder="?", for_update="",
+    advisory_lock="", tables="SELECT name FROM sqlite_master WHERE type = 'table'", lock_table="",
+    sync_identity="", text_search=FTS5,
+)
 
 
 class SQLiteDatabase(Database):

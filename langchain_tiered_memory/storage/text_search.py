@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .database import Tx
@@ -25,19 +25,6 @@ _TOKEN = re.compile(r"[^\W_]+")
 _MAX_TOKEN_CHARS = 500
 # tsvector positions stop at 16383 (larger ones are clamped).
 _MAX_POSITION = 16383
-
-
-class TextSearch(Protocol):
-    """How one database indexes and searches entity text."""
-
-    def match(self, tx: Tx, user_id: str, terms: Sequence[str], limit: int) -> list[int]:
-        """Ids of the user's entities matching any of ``terms``, best first."""
-
-    def index(self, tx: Tx, entity_id: int, name: str, text: str) -> None:
-        """Index the entity's ``name`` and ``text`` (and store ``text`` as its ``search_text``)."""
-
-    def optimize(self, tx: Tx) -> None:
-        """Merge the index after deletions, so that deleted text leaves its pages."""
 
 
 def tokens(text: str) -> list[str]:

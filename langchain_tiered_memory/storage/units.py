@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .database import Database, Tx, chunks
 from .marks import Indexed
+from .message_format import named
 
 #: Messages per window unit, and the step between windows.
 WINDOW = 4
@@ -58,10 +59,7 @@ def speaker_of(kind: str, data: str) -> str | None:
     """Who said a stored message: its ``name`` (a named speaker), else ``user``/``assistant``."""
     if kind not in SPOKEN:
         return None
-    name = json.loads(data).get("data", {}).get("name")
-    if isinstance(name, str) and name.strip():
-        return " ".join(name.split())
-    return "user" if kind == "human" else "assistant"
+    return named(json.loads(data)) or ("user" if kind == "human" else "assistant")
 
 
 def add_units(tx: Tx, user_id: str, thread_key: int, stored: Sequence[tuple[int, str, str, str | None]]) -> int:

@@ -1,4 +1,4 @@
-"""Working memory: the newest messages of a thread that fit a token budget.
+"""Which messages the window holds: the newest of a thread that fit a token budget.
 
 The window is a contiguous newest suffix of the thread's log. Its rules:
 
@@ -26,8 +26,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ..storage.rows import IndexRow
-from ..tokens import TokenCounter
+from ...storage.rows import IndexRow
+from ...tokens import TokenCounter
 
 #: Put where the middle of a truncated message was cut. ``{omitted}`` is the number of
 #: tokens left out.
