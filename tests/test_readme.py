@@ -123,12 +123,25 @@ def test_the_configuration_table_is_memory_configs_fields():
     )
 
 
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors for the headings of ``path``."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.S | re.M)
+    heads = re.findall(r"^#+ (.*)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
+
+
 def test_the_readme_stays_short_and_links_what_exists():
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 300
     for path in [README, *DOCS]:
-        for link in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
+        for link, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)]*))?\)", path.read_text(encoding="utf-8")):
             if "://" in link:
+                continue
+            if anchor:
+                target = (path.parent / link) if link else path
+                if target.exists():
+                    assert anchor in _anchors(target), f"{path.name} links to a missing #{anchor} of {target.name}"
+            if not link:
                 continue
             if Path(link).name == "architecture.md" and not (ROOT / "docs" / "architecture.md").exists():
                 continue  # written on the layers' branch (issue 30, items 1-2), merged beside this one
