@@ -212,9 +212,11 @@ def test_a_missing_postgres_driver_names_the_extra_in_the_checkpointer(module):
 
 
 @pytest.mark.parametrize("module", ["psycopg", "psycopg_pool"])
-def test_a_missing_postgres_driver_names_the_extra_in_the_database(module, tmp_path):
-    body = ("    from langchain_tiered_memory.storage import PostgresDatabase\n"
-            "    PostgresDatabase('postgresql://memory@127.0.0.1:1/memory')")
+def test_a_missing_postgres_driver_names_the_extra_when_a_memory_opens(module):
+    # What a user meets: TieredMemory(database_url=...) without the extra (no server is needed
+    # to get there: the drivers are looked for before any connection).
+    body = ("    from langchain_tiered_memory import TieredMemory\n"
+            "    TieredMemory(database_url='postgresql://memory@127.0.0.1:1/memory', qdrant_url='http://127.0.0.1:1')")
     out = _run(MISSING.format(module=module, body=body))
     assert "CONFIG-ERROR:" in out and "pip install 'langchain-tiered-memory[postgres]'" in out, out
 
