@@ -203,8 +203,8 @@ class MemoryConfig(BaseModel):
         default_factory=SpendBudget,
         description=(
             "Limits on what background LLM jobs may spend per hour (calls, tokens; in all and "
-            "per user): over them, jobs wait and never fail (see budget.py). Default: none; "
-            "spending.ENV_MODEL_BUDGET when the model comes from OPENAI_API_KEY."
+            "per user): over them, jobs wait and never fail (see llm/budget.py). Default: none; "
+            "llm.spending.ENV_MODEL_BUDGET when the model comes from OPENAI_API_KEY."
         ),
     )
     idle_timeout_minutes: float | None = Field(
@@ -220,11 +220,11 @@ class MemoryConfig(BaseModel):
     scrub_wait_seconds: float = Field(
         2.0, ge=0.0, le=MAX_SCRUB_WAIT_SECONDS, allow_inf_nan=False,
         description=(
-            "How long forget() (and close()) waits for readers of memory.db's write-ahead log "
+            "How long memory.admin.forget() (and close()) waits for readers of memory.db's write-ahead log "
             "— a read transaction open in this process, such as a checkpointer list() "
             "iterator, or in another — to truncate it, since its frames still hold the "
-            "forgotten rows. Writers wait meanwhile. Past it forget() returns with "
-            "'wal_scrubbed': False and a WARNING, and the truncation is retried (forgetting.py)."
+            "forgotten rows. Writers wait meanwhile. Past it the forget returns with "
+            "'wal_scrubbed': False and a WARNING, and the truncation is retried (ops/forgetting.py)."
         ),
     )
 

@@ -25,14 +25,19 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
-import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg import AsyncCursor, Capabilities, Cursor
 
-from ..errors import MemoryClosedError, StorageError
+from ..errors import ConfigError, MemoryClosedError, StorageError
+from ..storage.postgres import postgres_missing
+
+try:  # the [postgres] extra
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg import AsyncCursor, Capabilities, Cursor
+except ImportError as exc:
+    raise ConfigError(postgres_missing(exc)) from exc
 from .checkpointer import _CLOSED, CLOSE_TIMEOUT_S, LoopBoundSync, ThreadedAsync
 
 if TYPE_CHECKING:

@@ -33,6 +33,14 @@ from .database import Database, Dialect, Tx, lock_key
 from .text_search import TSVECTOR
 from .schema_postgres import APPLICATION, MIGRATIONS, OUR_TABLES, SCHEMA_TABLE
 
+#: How to get PostgreSQL's drivers: they are the ``[postgres]`` extra, not required.
+POSTGRES_EXTRA = "pip install 'langchain-tiered-memory[postgres]'"
+
+
+def postgres_missing(exc: ImportError) -> str:
+    """The message of the :class:`ConfigError` raised when the ``[postgres]`` extra is missing."""
+    return f"PostgreSQL support needs the [postgres] extra ({exc}): {POSTGRES_EXTRA}"
+
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -108,8 +116,8 @@ class PostgresDatabase(Database):
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
-        except ImportError as exc:  # pragma: no cover - dependencies of the package
-            raise ConfigError(f"PostgreSQL needs psycopg and psycopg-pool ({exc}): pip install 'psycopg[binary]' psycopg-pool") from exc
+        except ImportError as exc:  # the [postgres] extra is not installed
+            raise ConfigError(postgres_missing(exc)) from exc
         self.url = url
         self.location, self._password = describe(url)
         self._migrations = dict(MIGRATIONS if migrations is None else migrations)

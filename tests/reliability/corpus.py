@@ -3,7 +3,7 @@ public API, each answered with our error (a ``TieredMemoryError`` saying what to
 documented degradation — never another exception, nothing already stored lost, and nothing
 stored able to close the memory fence.
 
-The documented degradations it holds the package to (README, "Bad input"):
+The documented degradations it holds the package to (docs/bad-input.md):
 
 - a message of any size is stored whole and sent truncated (with a marker) to fit the
   window; NUL characters in message content are kept as sent;
