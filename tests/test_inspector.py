@@ -259,6 +259,11 @@ def test_the_memories_list_is_paged(fresh):
     last = client.get("/users/bulk/memories", params={"offset": 100}).text
     assert last.count('<tr data-row="') == 20 and "rel=\"next\"" not in last
     assert "120 memories" in client.get("/users/bulk").text
+    # The users page counts up to a cap, and says when there are more.
+    assert Source(fresh).user_summary("bulk", cap=100).memories == 100
+    assert Source(fresh).user_summary("bulk", cap=100).more_memories
+    assert (Source(fresh).user_summary("bulk", cap=1000).memories, Source(fresh).user_summary("bulk").memories) == (120, 120)
+    assert ">120</td>" in client.get("/users").text
     assert client.get("/users/bulk/memories", params={"offset": "x"}).status_code == 400
 
 
@@ -332,3 +337,12 @@ def test_serve_command_is_registered_and_checks_its_options(tmp_path, capsys):
     if os.environ.get("TIERED_MEMORY_INSPECTOR_TOKEN") is None:
         with pytest.raises(ConfigError, match="at least 8"):
             serve(None, token="short", block=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.timing
+def test_the_lists_page_of_a_user_with_10000_memories_answers_within_300_ms():
+    """benchmarks/bench_inspector.py --check (timing: a loaded machine can push a p50 over)."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    import bench_inspector
+
+    assert bench_inspector.main(["--check", "--loads", "21"]) == 0

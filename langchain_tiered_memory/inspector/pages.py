@@ -20,6 +20,8 @@ __all__ = ["ERROR_HANDLERS", "render"]
 
 #: Memories per page of the memories list.
 PAGE_SIZE = 50
+#: The users page counts each user's memories up to this many (their own page counts all).
+MEMORIES_COUNTED = 1_000
 #: The newest jobs the journal page lists.
 JOBS_SHOWN = 200
 
@@ -48,7 +50,7 @@ def users(request: Request) -> Response:
     source = source_of(request)
     search = request.query_params.get("q", "").strip()
     ids = source.users(search or None)
-    summaries = [source.user_summary(u) for u in ids[:200]]
+    summaries = [source.user_summary(u, cap=MEMORIES_COUNTED) for u in ids[:200]]
     stats = source.stats()
     return render(request, "users.html", users=summaries, total=len(ids), q=search, stats=stats)
 
