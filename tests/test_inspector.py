@@ -45,6 +45,9 @@ LOOK = MemoryConfig(**DEMO_BUDGET, job_mode="manual")
 def _prepare(path: Path) -> Path:
     assert cli_main(["--data-dir", str(path), "demo"]) == 0
     with TieredMemory(path, MemoryConfig(job_mode="inline")) as m:
+        # Erin moves: the offline rules close the old value (its history).
+        m.after_turn("erin", "e1", [HumanMessage("I live in Paris."), AIMessage("Nice.")])
+        m.after_turn("erin", "e1", [HumanMessage("I moved, I live in Lisbon now."), AIMessage("Great.")])
         m.remember("alice", SCRIPT, "fact", 0.6, merge=False)
         m.remember("alice", VICTIM, "fact", 0.6, merge=False)
     good = turn_tool_call(memories=[memory("Carol drinks her coffee black.", "preference", 0.7)])
@@ -222,12 +225,18 @@ def test_a_non_local_bind_without_a_token_is_refused(looking, tmp_path, capsys):
 
 def test_users_and_threads_with_counts_and_search(looking):
     client = _client(looking)
-    page = client.get("/users").text
+    response = client.get("/users")
+    # Only the inspector's own script file runs, never an inline one, in no other site's frame.
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy
+    page = response.text
     assert all(u in page for u in ("alice", "carol", "dave"))
     alice = looking.threads("alice")[0]
     assert f"<td>{alice.messages}</td>" in page
     only = client.get("/users", params={"q": "CAR"}).text
     assert "carol" in only and "dave" not in only
+    by_thread = client.get("/users", params={"q": "demo-1"}).text  # thread ids are found too
+    assert 'id="threads-found"' in by_thread and "/users/alice/threads/demo-1" in by_thread
     user = client.get("/users/alice").text
     assert "demo-1" in user and "7 memories" in user  # 5 from the demo, 2 remembered
     thread = client.get("/users/alice/threads/demo-1").text
@@ -243,6 +252,13 @@ def test_long_term_memory_entities_and_episodes(looking):
     page = client.get("/users/alice/memories").text
     assert "The user is vegetarian." in page and "Recalled" in page and "Valid from" in page
     assert "&lt;script&gt;" in page and "<script>window" not in page  # autoescaped
+    erin = {e.content: e for e in looking.list_memories("erin")}
+    old, new = erin["The user lives in Paris."], erin["The user lives in Lisbon."]
+    assert old.superseded_by == new.id
+    history = client.get("/users/erin/memories").text
+    row = history.split(f'data-row="{old.id}"')[1].split("</tr>")[0]
+    assert 'class="superseded"' in history.split(f'data-row="{old.id}"')[1][:80]
+    assert f'href="#mem-{new.id}"' in row and old.valid_to.astimezone().strftime("%Y-%m-%d %H:%M") in row
     found = client.get("/users/alice/memories", params={"q": "green tea"}).text
     assert "green tea" in found
     entities = client.get("/users/alice/entities").text
@@ -346,3 +362,30 @@ def test_the_lists_page_of_a_user_with_10000_memories_answers_within_300_ms():
     import bench_inspector
 
     assert bench_inspector.main(["--check", "--loads", "21"]) == 0
+
+
+def test_the_serve_command_serves_until_ctrl_c(prepared, tmp_path):
+    """``tiered-memory serve --port 0``: prints its address, answers, and stops on Ctrl-C."""
+    import signal
+    import subprocess
+
+    path = Path(shutil.copytree(prepared[1], tmp_path / "memory"))
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TIERED_MEMORY_INSPECTOR_TOKEN")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(path), "serve", "--port", "0",
+         "--max-tokens", "600", "--output-reserve", "100", "--system-reserve", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("memory inspector at http://127.0.0.1:") and "read-only" in line, proc.stderr.read()
+        url = line.split()[3]
+        assert "alice" in httpx.get(url + "users", timeout=60).text
+        replay = httpx.get(url + "replay", params={"user": "alice", "thread": "demo-1"}, timeout=60).text
+        assert "of 500" in replay  # --max-tokens 600 less the output reserve
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -10,7 +10,9 @@ Security, in the order a request meets it:
   ``allow_writes``; they are ``POST`` requests with a JSON body and, when the browser sends
   one, an ``Origin`` of this server, so a page elsewhere cannot submit them.
 
-Every stored text reaches the page through Jinja's autoescaping: it is user data.
+Every stored text reaches the page through Jinja's autoescaping: it is user data. And in
+case some path ever missed it, every response carries a Content-Security-Policy that runs
+only the inspector's own script file (no inline script), in no frame of another site.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import operations, pages
 from .source import Source, when
@@ -40,6 +43,17 @@ HERE = Path(__file__).parent
 #: The names a local bind answers to (a browser's Host header).
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 TOKEN_COOKIE = "tiered_memory_inspector"
+#: Headers of every response: scripts from this server's files only (never inline), no
+#: framing (a forget button under another site's overlay), no address sent elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
 
 
 def make_app(source: Source, *, allow_writes: bool = False, token: str | None = None, local: bool = True) -> Starlette:
@@ -49,7 +63,7 @@ def make_app(source: Source, *, allow_writes: bool = False, token: str | None = 
     env.filters["when"] = when
     env.filters["num"] = _num
     templates = Jinja2Templates(env=env)
-    middleware = []
+    middleware = [Middleware(SecurityHeaders)]
     if local:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(LOCAL_HOSTS)))
     if token:
@@ -75,6 +89,27 @@ def make_app(source: Source, *, allow_writes: bool = False, token: str | None = 
     app.state.allow_writes = allow_writes
     app.state.templates = templates
     return app
+
+
+class SecurityHeaders:
+    """Adds :data:`SECURITY_HEADERS` to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 class TokenCheck:

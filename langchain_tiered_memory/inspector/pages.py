@@ -22,6 +22,8 @@ __all__ = ["ERROR_HANDLERS", "render"]
 PAGE_SIZE = 50
 #: The users page counts each user's memories up to this many (their own page counts all).
 MEMORIES_COUNTED = 1_000
+#: Threads a search by id lists, at most.
+THREADS_FOUND = 50
 #: The newest jobs the journal page lists.
 JOBS_SHOWN = 200
 
@@ -51,8 +53,9 @@ def users(request: Request) -> Response:
     search = request.query_params.get("q", "").strip()
     ids = source.users(search or None)
     summaries = [source.user_summary(u, cap=MEMORIES_COUNTED) for u in ids[:200]]
+    found = source.find_threads(search)[:THREADS_FOUND] if search else []
     stats = source.stats()
-    return render(request, "users.html", users=summaries, total=len(ids), q=search, stats=stats)
+    return render(request, "users.html", users=summaries, total=len(ids), q=search, stats=stats, found=found)
 
 
 def user(request: Request) -> Response:

@@ -119,6 +119,14 @@ class Source:
                 high = mid
         return high, False
 
+    def find_threads(self, search: str, users_scanned: int = 1_000) -> list[ThreadInfo]:
+        """The threads whose id contains ``search`` (case-insensitively), of the first
+        ``users_scanned`` users (thread ids are global; the API lists them per user)."""
+        needle = search.casefold()
+        with self._lock:
+            users = self.memory.users()[:users_scanned]
+            return [t for u in users for t in self.memory.threads(u) if needle in t.thread_id.casefold()]
+
     def threads(self, user_id: str) -> list[ThreadInfo]:
         """The user's threads, most recently active first."""
         with self._lock:

@@ -78,3 +78,11 @@ document.addEventListener("click", (event) => {
   if (button.classList.contains("forget")) { event.preventDefault(); askToForget(button); }
   if (button.id === "retry-jobs") { event.preventDefault(); retryJobs(button); }
 });
+
+// The replay's user: choosing one loads their threads (the form, without the old thread).
+document.addEventListener("change", (event) => {
+  if (event.target.id !== "replay-user") return;
+  const form = event.target.form;
+  form.elements.thread.disabled = true;
+  form.submit();
+});
