@@ -48,6 +48,7 @@ def _prepare(path: Path) -> Path:
         # Erin moves: the offline rules close the old value (its history).
         m.after_turn("erin", "e1", [HumanMessage("I live in Paris."), AIMessage("Nice.")])
         m.after_turn("erin", "e1", [HumanMessage("I moved, I live in Lisbon now."), AIMessage("Great.")])
+        assert m.end_session("erin", "e1")  # an episode, written at once (inline)
         m.remember("alice", SCRIPT, "fact", 0.6, merge=False)
         m.remember("alice", VICTIM, "fact", 0.6, merge=False)
     good = turn_tool_call(memories=[memory("Carol drinks her coffee black.", "preference", 0.7)])
@@ -264,6 +265,15 @@ def test_long_term_memory_entities_and_episodes(looking):
     entities = client.get("/users/alice/entities").text
     assert "Alice" in entities and "diet" in entities and "vegetarian" in entities
     assert "no episode" in client.get("/users/alice/episodes").text
+    # Erin's location: Paris, superseded when she said Lisbon, each linked to its message.
+    location = looking.entity("erin", "user").history["location"]
+    assert [v.value for v in location] == ["Paris", "Lisbon"] and location[0].superseded_at
+    profile = client.get("/users/erin/entities").text
+    paris = profile.split(">Paris</td>")[0].rsplit("<tr", 1)[1]
+    assert 'class="superseded"' in paris
+    assert f"/users/erin/threads/e1#msg-{location[0].source_message}" in profile
+    episode = client.get("/users/erin/episodes").text
+    assert "I live in Lisbon now." in episode and "Outcome:" in episode and "Lisbon" in episode
 
 
 def test_the_memories_list_is_paged(fresh):
