@@ -22,6 +22,8 @@ __all__ = ["ERROR_HANDLERS", "render"]
 PAGE_SIZE = 50
 #: The users page counts each user's memories up to this many (their own page counts all).
 MEMORIES_COUNTED = 1_000
+#: Users the replay's picker lists, at most.
+USERS_PICKED = 1_000
 #: Threads a search by id lists, at most.
 THREADS_FOUND = 50
 #: The newest jobs the journal page lists.
@@ -109,7 +111,10 @@ def replay(request: Request) -> Response:
     user_id = params.get("user", "").strip()
     thread_id = params.get("thread", "").strip()
     query = params.get("query", "").strip()
-    all_users = source.users()
+    # The picker lists the first users (a user id typed in the address works for any).
+    all_users = source.users()[:USERS_PICKED]
+    if user_id and user_id not in all_users:
+        all_users.append(user_id)
     threads = source.threads(user_id) if user_id else []
     result = None
     if user_id and thread_id:
