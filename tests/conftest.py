@@ -10,6 +10,7 @@ import pytest
 from langchain_tiered_memory import MemoryConfig, TieredMemory
 
 sys.path.insert(0, str(Path(__file__).parent))
+import browser
 import pg_server
 
 #: The relational backends the behavioural tests run on.
@@ -91,4 +92,9 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("PostgreSQL", sep="!", red=True, bold=True)
         terminalreporter.write_line(
             f"NO POSTGRESQL: every PostgreSQL test was SKIPPED ({_PG_UNAVAILABLE[0]})", red=True, bold=True
+        )
+    if browser.UNAVAILABLE:
+        terminalreporter.section("Chromium", sep="!", red=True, bold=True)
+        terminalreporter.write_line(
+            f"NO BROWSER: the inspector's browser tests were SKIPPED ({browser.UNAVAILABLE[0]})", red=True, bold=True
         )

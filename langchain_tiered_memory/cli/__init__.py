@@ -24,14 +24,14 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import TieredMemoryError
-from . import chat, demo, forgetting, inspecting, jobs, maintenance, migrating, portability, reading
+from . import chat, demo, forgetting, inspecting, jobs, maintenance, migrating, portability, reading, serving
 from .common import DEFAULT_DATA_DIR, PROG, error, quiet_logs
 
 __all__ = ["DEFAULT_DATA_DIR", "DEMO_TURNS", "PROG", "main"]
 
 #: The demo's scripted conversation (kept importable from here for the tests and notebooks).
 DEMO_TURNS = demo.DEMO_TURNS
-_GROUPS = (demo, chat, inspecting, reading, forgetting, portability, maintenance, jobs, migrating)
+_GROUPS = (demo, chat, inspecting, reading, forgetting, portability, maintenance, jobs, migrating, serving)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,401 @@
+"""The memory inspector (``tiered-memory serve``): its pages in a real browser (Chromium through
+Playwright), and over HTTP with Starlette's TestClient for the rest.
+
+The memory is a directory filled by ``tiered-memory demo`` (a real SQLite file, Qdrant Edge
+shard and MiniLM embedder), plus a memory whose text is a ``<script>``, a memory for the
+forget test, and the spend and the failed job a scripted chat model leaves. The tests that
+write (forget, retry) work on copies of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette", reason="the inspector extra is not installed: pip install -e '.[inspector]'")
+pytest.importorskip("jinja2", reason="the inspector extra is not installed")
+pytest.importorskip("uvicorn", reason="the inspector extra is not installed")
+
+import httpx  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from langchain_tiered_memory import ConfigError, MemoryConfig, TieredMemory  # noqa: E402
+from langchain_tiered_memory.cli import main as cli_main  # noqa: E402
+from langchain_tiered_memory.cli.demo import DEMO_BUDGET  # noqa: E402
+from langchain_tiered_memory.inspector import serve  # noqa: E402
+from langchain_tiered_memory.inspector.app import make_app  # noqa: E402
+from langchain_tiered_memory.inspector.source import Source  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+import browser  # noqa: E402
+from scripted_model import ScriptedChatModel, memory, turn_tool_call, wrong_types_tool_call  # noqa: E402
+
+SCREENSHOT = Path(__file__).parent.parent / "docs" / "inspector.png"
+SCRIPT = "<script>window.__pwned = 1</script><b>bold?</b>"
+VICTIM = "The user keeps a red bicycle named Rocket in the hallway."
+LOOK = MemoryConfig(**DEMO_BUDGET, job_mode="manual")
+
+
+def _prepare(path: Path) -> Path:
+    assert cli_main(["--data-dir", str(path), "demo"]) == 0
+    with TieredMemory(path, MemoryConfig(job_mode="inline")) as m:
+        # Erin moves: the offline rules close the old value (its history).
+        m.after_turn("erin", "e1", [HumanMessage("I live in Paris."), AIMessage("Nice.")])
+        m.after_turn("erin", "e1", [HumanMessage("I moved, I live in Lisbon now."), AIMessage("Great.")])
+        assert m.end_session("erin", "e1")  # an episode, written at once (inline)
+        m.remember("alice", SCRIPT, "fact", 0.6, merge=False)
+        m.remember("alice", VICTIM, "fact", 0.6, merge=False)
+    good = turn_tool_call(memories=[memory("Carol drinks her coffee black.", "preference", 0.7)])
+    good.usage_metadata = {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}
+    bad = wrong_types_tool_call()
+    bad.usage_metadata = {"input_tokens": 80, "output_tokens": 5, "total_tokens": 85}
+    model = ScriptedChatModel(script=[good, bad])
+    with TieredMemory(path, MemoryConfig(job_mode="inline", job_max_attempts=1), model=model) as m:
+        m.after_turn("carol", "c1", [HumanMessage("I drink my coffee black."), AIMessage("Noted.")])
+        m.after_turn("dave", "d1", [HumanMessage("hello"), AIMessage("hi")])
+    return path
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    """The demo's directory, and a pristine copy of it made while no memory holds it open
+    (closed files: a plain copy is a consistent one)."""
+    root = tmp_path_factory.mktemp("inspector")
+    path = _prepare(root / "memory")
+    return path, Path(shutil.copytree(path, root / "pristine"))
+
+
+@pytest.fixture(scope="module")
+def looking(prepared):
+    """The shared memory, opened as ``tiered-memory serve`` opens it (manual jobs: a look)."""
+    with TieredMemory(prepared[0], LOOK) as m:
+        yield m
+
+
+@pytest.fixture
+def fresh(prepared, tmp_path):
+    """A memory of its own, for a test that writes: a copy of the pristine directory."""
+    path = Path(shutil.copytree(prepared[1], tmp_path / "memory"))
+    with TieredMemory(path, LOOK) as m:
+        yield m
+
+
+def _client(memory, **kwargs):
+    return TestClient(make_app(Source(memory), **kwargs), base_url="http://127.0.0.1:8765")
+
+
+def _memory_id(memory, text):
+    return next(e.id for e in memory.list_memories("alice", limit=1000) if e.content == text)
+
+
+# --- in a real browser --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def page_of(looking):
+    """``page_of(server_url)``: a fresh Chromium page (one browser for the module)."""
+    with browser.chromium() as launch:
+        contexts = []
+
+        def page():
+            context = launch.new_context(viewport={"width": 1360, "height": 1000})
+            contexts.append(context)
+            return context.new_page()
+
+        yield page
+        for context in contexts:
+            context.close()
+
+
+def test_replay_shows_the_budget_bar_and_a_recalled_items_source_message(looking, page_of):
+    with serve(looking, port=0, block=False) as inspector:
+        page = page_of()
+        page.goto(inspector.url + "replay")
+        page.select_option("#replay-user", "alice")  # submits: the threads of alice load
+        page.wait_for_selector("#replay-thread option[value='demo-1']", state="attached")
+        page.fill("#replay-query", "Is she vegetarian? What does she eat?")
+        page.click("#replay-go")
+        page.wait_for_selector(".budget-bar .seg")
+        sections = page.eval_on_selector_all(".budget-bar .seg", "els => els.map(e => e.dataset.section)")
+        assert {"system", "window", "memories"} <= set(sections)
+        widths = page.eval_on_selector_all(".budget-bar .seg", "els => els.map(e => e.getBoundingClientRect().width)")
+        bar = page.eval_on_selector(".budget-bar", "e => e.getBoundingClientRect().width")
+        assert 0 < sum(widths) <= bar + 1  # the parts fit the budget's width
+        assert "Tokens:" in page.inner_text("#budget")
+        # Each recalled item: its grain, score parts, and whether the context got it.
+        first = page.locator("#recalled tr.item").first
+        assert first.get_attribute("data-grain") in ("fact", "turn", "window", "session")
+        vegetarian = page.locator("#recalled tr.item", has_text="vegetarian").first
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT))
+        source = vegetarian.locator("a.source").first
+        message_id = source.inner_text()
+        source.click()
+        page.wait_for_url("**/threads/demo-1#msg-*")
+        target = page.locator(".msg:target")
+        assert target.get_attribute("id").startswith("msg-" + message_id)
+        assert "vegetarian" in target.inner_text()
+
+
+def test_forget_a_memory_with_writes_allowed(fresh, page_of):
+    victim = _memory_id(fresh, VICTIM)
+    with serve(fresh, port=0, block=False, allow_writes=True) as inspector:
+        page = page_of()
+        page.goto(inspector.url + "users/alice/memories")
+        row = page.locator(f"tr[data-row='{victim}']")
+        row.locator("button.forget").click()
+        go = page.locator("#confirm-go")
+        page.fill("#confirm-input", victim[:-1])  # a wrong id: the button stays off
+        assert go.is_disabled()
+        page.fill("#confirm-input", victim)
+        go.click()
+        page.wait_for_selector("#result.ok")
+        result = page.inner_text("#result")
+        assert f"Forgot memory {victim}" in result and "1 memories" in result
+        assert "Byte check: memory.db-wal truncated" in result
+        assert page.locator(f"tr[data-row='{victim}']").count() == 0
+        page.reload()
+        assert page.locator(f"tr[data-row='{victim}']").count() == 0
+        assert VICTIM not in page.content()
+    assert all(hit.entry.id != victim for hit in fresh.search("alice", "red bicycle named Rocket", k=20, peek=True))
+
+
+def test_read_only_has_no_forget_button_and_the_endpoint_answers_403(looking, page_of):
+    victim = _memory_id(looking, VICTIM)
+    with serve(looking, port=0, block=False) as inspector:
+        page = page_of()
+        page.goto(inspector.url + "users/alice/memories")
+        assert page.locator(f"tr[data-row='{victim}']").count() == 1
+        assert page.locator("button.forget").count() == 0
+        page.goto(inspector.url + "users/alice")
+        assert page.locator("button.forget").count() == 0 and "Export" not in page.inner_text("main")
+        body = {"kind": "memory", "user_id": "alice", "target": victim, "confirm": victim}
+        refused = httpx.post(inspector.url + "api/forget", json=body)
+        assert refused.status_code == 403 and "--allow-writes" in refused.json()["error"]
+        assert httpx.get(inspector.url + "users/alice/export").status_code == 403
+        assert httpx.post(inspector.url + "api/jobs/retry", json={}).status_code == 403
+    assert looking.get_memory("alice", victim).content == VICTIM
+
+
+def test_a_script_in_a_memory_renders_as_text(looking, page_of):
+    with serve(looking, port=0, block=False) as inspector:
+        page = page_of()
+        page.goto(inspector.url + "users/alice/memories")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("#memories b").count() == 0
+        assert SCRIPT in page.locator("#memories").inner_text()
+        page.goto(inspector.url + "replay?user=alice&thread=demo-1&query=" + httpx.QueryParams({"q": SCRIPT})["q"])
+        assert page.evaluate("window.__pwned") is None
+
+
+def test_a_token_is_asked_of_every_request(looking, page_of):
+    token = "s3cret-token-for-tests"
+    with serve(looking, port=0, block=False, token=token) as inspector:
+        base = inspector.url.split("?")[0]
+        assert inspector.url.endswith(f"?token={token}")
+        assert httpx.get(base + "users").status_code == 401
+        assert httpx.get(base + "users?token=wrong-token-xx").status_code == 401
+        assert httpx.get(base + "static/inspector.js").status_code == 401
+        assert httpx.get(base + "users", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        page = page_of()
+        page.goto(inspector.url)  # the token once: a cookie, and an address without it
+        assert "token" not in page.url and page.locator("#users").count() == 1
+        page.goto(base + "users/alice")
+        assert "demo-1" in page.inner_text("#threads")
+
+
+def test_a_non_local_bind_without_a_token_is_refused(looking, tmp_path, capsys):
+    with pytest.raises(ConfigError, match="without a token"):
+        serve(looking, host="0.0.0.0", port=0, block=False)
+    with pytest.raises(ConfigError, match="without a token"):
+        serve(looking, host="192.0.2.10", port=0, block=False)
+    assert cli_main(["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0"]) == 1
+    err = capsys.readouterr().err
+    assert "refusing to serve" in err and "--token" in err
+    assert not (tmp_path / "memory.db").exists()
+
+
+# --- over HTTP ----------------------------------------------------------------------------
+
+
+def test_users_and_threads_with_counts_and_search(looking):
+    client = _client(looking)
+    response = client.get("/users")
+    # Only the inspector's own script file runs, never an inline one, in no other site's frame.
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy
+    page = response.text
+    assert all(u in page for u in ("alice", "carol", "dave"))
+    alice = looking.threads("alice")[0]
+    assert f"<td>{alice.messages}</td>" in page
+    only = client.get("/users", params={"q": "CAR"}).text
+    assert "carol" in only and "dave" not in only
+    by_thread = client.get("/users", params={"q": "demo-1"}).text  # thread ids are found too
+    assert 'id="threads-found"' in by_thread and "/users/alice/threads/demo-1" in by_thread
+    user = client.get("/users/alice").text
+    assert "demo-1" in user and "7 memories" in user  # 5 from the demo, 2 remembered
+    thread = client.get("/users/alice/threads/demo-1").text
+    ids = [m.id for m in looking.get_messages("alice", "demo-1")]
+    assert all(f'id="msg-{i}"' in thread for i in ids)
+    assert "Summary" in thread and looking.summary("alice", "demo-1").split("\n")[0][:30] in thread.replace("&#39;", "'")
+    missing = client.get("/users/alice/threads/nope")
+    assert missing.status_code == 404 and "no thread" in missing.text
+
+
+def test_long_term_memory_entities_and_episodes(looking):
+    client = _client(looking)
+    page = client.get("/users/alice/memories").text
+    assert "The user is vegetarian." in page and "Recalled" in page and "Valid from" in page
+    assert "&lt;script&gt;" in page and "<script>window" not in page  # autoescaped
+    erin = {e.content: e for e in looking.list_memories("erin")}
+    old, new = erin["The user lives in Paris."], erin["The user lives in Lisbon."]
+    assert old.superseded_by == new.id
+    history = client.get("/users/erin/memories").text
+    row = history.split(f'data-row="{old.id}"')[1].split("</tr>")[0]
+    assert 'class="superseded"' in history.split(f'data-row="{old.id}"')[1][:80]
+    assert f'href="#mem-{new.id}"' in row and old.valid_to.astimezone().strftime("%Y-%m-%d %H:%M") in row
+    found = client.get("/users/alice/memories", params={"q": "green tea"}).text
+    assert "green tea" in found
+    entities = client.get("/users/alice/entities").text
+    assert "Alice" in entities and "diet" in entities and "vegetarian" in entities
+    assert "no episode" in client.get("/users/alice/episodes").text
+    # Erin's location: Paris, superseded when she said Lisbon, each linked to its message.
+    location = looking.entity("erin", "user").history["location"]
+    assert [v.value for v in location] == ["Paris", "Lisbon"] and location[0].superseded_at
+    profile = client.get("/users/erin/entities").text
+    paris = profile.split(">Paris</td>")[0].rsplit("<tr", 1)[1]
+    assert 'class="superseded"' in paris
+    assert f"/users/erin/threads/e1#msg-{location[0].source_message}" in profile
+    episode = client.get("/users/erin/episodes").text
+    assert "I live in Lisbon now." in episode and "Outcome:" in episode and "Lisbon" in episode
+
+
+def test_the_memories_list_is_paged(fresh):
+    fresh.remember_many("bulk", [{"content": f"Bulk fact number {i} about topic {i % 7}."} for i in range(120)],
+                        merge=False)
+    client = _client(fresh)
+    first = client.get("/users/bulk/memories").text
+    assert first.count('<tr data-row="') == 50 and 'href="?offset=50"' in first
+    last = client.get("/users/bulk/memories", params={"offset": 100}).text
+    assert last.count('<tr data-row="') == 20 and "rel=\"next\"" not in last
+    assert "120 memories" in client.get("/users/bulk").text
+    # The users page counts up to a cap, and says when there are more.
+    assert Source(fresh).user_summary("bulk", cap=100).memories == 100
+    assert Source(fresh).user_summary("bulk", cap=100).more_memories
+    assert (Source(fresh).user_summary("bulk", cap=1000).memories, Source(fresh).user_summary("bulk").memories) == (120, 120)
+    assert ">120</td>" in client.get("/users").text
+    assert client.get("/users/bulk/memories", params={"offset": "x"}).status_code == 400
+
+
+def test_the_replay_writes_nothing(looking):
+    client = _client(looking)
+    before = {e.id: e.access_count for e in looking.list_memories("alice", limit=1000)}
+    jobs = looking.stats()["jobs"]
+    page = client.get("/replay", params={"user": "alice", "thread": "demo-1", "query": "vegetarian food"})
+    assert page.status_code == 200 and "budget-bar" in page.text and "Recalled evidence" in page.text
+    assert "✓ quoted" in page.text
+    after = {e.id: e.access_count for e in looking.list_memories("alice", limit=1000)}
+    assert after == before and looking.stats()["jobs"] == jobs
+
+
+def test_jobs_journal_spend_chart_and_retry(fresh):
+    client = _client(fresh)
+    jobs = client.get("/jobs", params={"status": "failed"}).text
+    assert "dave" in jobs and "ExtractionError" in jobs and "retry-jobs" not in jobs
+    spend = client.get("/spend").text
+    assert 'id="chart-days"' in spend and 'id="chart-users"' in spend and "carol" in spend
+    assert "235" in spend  # 150 + 85 tokens in all
+    writer = _client(fresh, allow_writes=True)
+    assert "retry-jobs" in writer.get("/jobs").text
+    result = writer.post("/api/jobs/retry", json={})
+    assert result.status_code == 200 and result.json()["retried"] == 1
+    # Journaled by a memory with a model, it waits for one: pending, no longer failed.
+    assert result.json()["failed"] == 0 and fresh.stats()["jobs"]["failed"] == 0
+
+
+def test_forget_asks_for_the_typed_id_and_reports_the_scrub(fresh):
+    client = _client(fresh, allow_writes=True)
+    wrong = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c"})
+    assert wrong.status_code == 400 and "type the thread's id" in wrong.json()["error"]
+    assert fresh.threads("carol")
+    other = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c1"},
+                        headers={"Origin": "http://evil.example"})
+    assert other.status_code == 400 and fresh.threads("carol")
+    form = client.post("/api/forget", data={"kind": "user"})
+    assert form.status_code == 400
+    done = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c1"})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["forgotten"]["messages"] == 2 and body["scrub"]["wal_scrubbed"] is True
+    assert fresh.threads("carol") == []
+    gone = client.post("/api/forget", json={"kind": "user", "user_id": "dave", "confirm": "dave"})
+    assert gone.status_code == 200 and "dave" not in fresh.users()
+
+
+def test_export_a_user_with_writes_allowed(fresh):
+    response = _client(fresh, allow_writes=True).get("/users/alice/export")
+    assert response.status_code == 200 and "attachment" in response.headers["content-disposition"]
+    data = json.loads(response.text)
+    assert len(data["messages"]) == 25 and any(m["content"] == VICTIM for m in data["memories"])
+
+
+def test_a_foreign_host_header_is_refused_on_a_local_bind(looking):
+    client = TestClient(make_app(Source(looking)), base_url="http://evil.example")
+    assert client.get("/users").status_code == 400
+
+
+def test_serve_command_is_registered_and_checks_its_options(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert "--allow-writes" in out and "--token" in out and "--database-url" in out and "8765" in out
+    assert cli_main(["--data-dir", str(tmp_path / "none"), "serve", "--port", "0"]) == 1
+    assert "no memory at" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["serve", "--qdrant-url", "http://localhost:6333"])
+    assert "--qdrant-url goes with --database-url" in capsys.readouterr().err
+    if os.environ.get("TIERED_MEMORY_INSPECTOR_TOKEN") is None:
+        with pytest.raises(ConfigError, match="at least 8"):
+            serve(None, token="short", block=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.timing
+def test_the_lists_page_of_a_user_with_10000_memories_answers_within_300_ms():
+    """benchmarks/bench_inspector.py --check (timing: a loaded machine can push a p50 over)."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    import bench_inspector
+
+    assert bench_inspector.main(["--check", "--loads", "21"]) == 0
+
+
+def test_the_serve_command_serves_until_ctrl_c(prepared, tmp_path):
+    """``tiered-memory serve --port 0``: prints its address, answers, and stops on Ctrl-C."""
+    import signal
+    import subprocess
+
+    path = Path(shutil.copytree(prepared[1], tmp_path / "memory"))
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "TIERED_MEMORY_INSPECTOR_TOKEN")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(path), "serve", "--port", "0",
+         "--max-tokens", "600", "--output-reserve", "100", "--system-reserve", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("memory inspector at http://127.0.0.1:") and "read-only" in line, proc.stderr.read()
+        url = line.split()[3]
+        assert "alice" in httpx.get(url + "users", timeout=60).text
+        replay = httpx.get(url + "replay", params={"user": "alice", "thread": "demo-1"}, timeout=60).text
+        assert "of 500" in replay  # --max-tokens 600 less the output reserve
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
