@@ -379,7 +379,7 @@ def test_a_lease_of_a_worker_on_another_host_is_taken_over_only_once_it_expires(
         asked_at.append(time.time())
         # The silent worker comes back while the job's new owner waits for its model: its
         # results are refused (its lease is gone), and it cannot mark the job done.
-        storage = holder[0].storage
+        storage = holder[0]._parts.storage
         late.append(storage.results.complete_extraction(
             job, ELSEWHERE, user_id="u", thread_id="t", entities=[], memories=[], summary=None,
             extracted_through=1, now="2030-01-01T00:00:00+00:00",
