@@ -21,12 +21,14 @@ type checkers every name with its real type.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .api import adapters as _api_adapters
 
-__version__ = "0.1.0"
+# One home for the version: the distribution's metadata (pyproject.toml).
+__version__ = _metadata.version("langchain-tiered-memory")
 
 if TYPE_CHECKING:
     from .config import SpendBudget
@@ -177,6 +179,10 @@ def _load(module: str) -> ModuleType:
     computed ``importlib.import_module`` would hide them).
     """
     match module:
+        case ".api.threads":
+            from .api import threads
+
+            return threads
         case ".config":
             from . import config
 
@@ -209,6 +215,10 @@ def _load(module: str) -> ModuleType:
             from .integrations import checkpointer_postgres
 
             return checkpointer_postgres
+        case ".integrations.hooks":
+            from .integrations import hooks
+
+            return hooks
         case ".integrations.middleware":
             from .integrations import middleware
 

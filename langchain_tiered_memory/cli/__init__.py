@@ -18,11 +18,11 @@ that runs, so ``--help`` and ``--version`` start in a few tens of milliseconds
 from __future__ import annotations
 
 import argparse
+from importlib import metadata
 import os
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
 from ..errors import TieredMemoryError
 from . import chat, demo, forgetting, inspecting, jobs, maintenance, migrating, portability, reading, serving
 from .common import DEFAULT_DATA_DIR, PROG, error, quiet_logs
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Layered memory for LangChain and LangGraph agents.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('langchain-tiered-memory')}")
     parser.add_argument(
         "--data-dir", default=DEFAULT_DATA_DIR, metavar="DIR",
         help=f"the memory directory (default: {DEFAULT_DATA_DIR})",

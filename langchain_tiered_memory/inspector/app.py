@@ -22,20 +22,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from jinja2 import Environment, FileSystemLoader
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.templating import Jinja2Templates
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import operations, pages
 from .source import Source, when
+from .web import (
+    ASGIApp, Environment, FileSystemLoader, Jinja2Templates, Message, Middleware, Mount, MutableHeaders,
+    PlainTextResponse, Receive, RedirectResponse, Request, Response, Route, Scope, Send, Starlette, StaticFiles,
+    TrustedHostMiddleware,
+)
 
 __all__ = ["LOCAL_HOSTS", "TOKEN_COOKIE", "make_app"]
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from ..errors import InvalidInputError
 from .pages import source_of
+from .web import JSONResponse, Request, Response, run_in_threadpool
 
 __all__ = ["export_user", "forget", "retry_jobs"]
 
@@ -69,8 +68,6 @@ async def forget(request: Request) -> Response:
     if body.get("confirm") != named:
         raise InvalidInputError(f"nothing was forgotten: type the {kind}'s id ({named}) to confirm")
     source = source_of(request)
-    from starlette.concurrency import run_in_threadpool
-
     if kind == "memory":
         counts = await run_in_threadpool(source.forget, user_id, memory_id=named)
     elif kind == "thread":
@@ -101,6 +98,5 @@ async def retry_jobs(request: Request) -> Response:
     if refused is not None:
         return refused
     await _body(request)
-    from starlette.concurrency import run_in_threadpool
 
     return JSONResponse(await run_in_threadpool(source_of(request).retry_failed))

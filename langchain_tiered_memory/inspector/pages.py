@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
 
 from ..errors import InvalidInputError, NotFoundError, ThreadOwnershipError, TieredMemoryError
 from . import charts, replay as replaying
 from .source import Source
+from .web import HTTPException, JSONResponse, PlainTextResponse, RedirectResponse, Request, Response
 
 __all__ = ["ERROR_HANDLERS", "render"]
 
@@ -154,16 +152,12 @@ async def _memory_error(request: Request, exc: Exception) -> Response:
     status = 404 if isinstance(exc, NotFoundError) else 400 if isinstance(
         exc, (InvalidInputError, ThreadOwnershipError)) else 500
     if request.url.path.startswith("/api/"):
-        from starlette.responses import JSONResponse
-
         return JSONResponse({"error": str(exc)}, status_code=status)
     return render(request, "error.html", status_code=status, message=str(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    from starlette.responses import PlainTextResponse
-
     return PlainTextResponse(f"{exc.status_code}: {exc.detail}", status_code=exc.status_code)
 
 

@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from .errors import InspectorUnavailableError
 
 if TYPE_CHECKING:
     from ..memory import TieredMemory
@@ -18,11 +19,6 @@ __all__ = ["DEFAULT_PORT", "Inspector", "InspectorUnavailableError", "is_local",
 DEFAULT_PORT = 8765
 #: How long a background server may take to start listening, in seconds.
 START_SECONDS = 30.0
-INSTALL = "pip install 'langchain-tiered-memory[inspector]'"
-
-
-class InspectorUnavailableError(ConfigError):
-    """The inspector's web packages (Starlette, Jinja2, uvicorn) are not installed."""
 
 
 class Inspector:
@@ -103,12 +99,8 @@ def serve(
             f"refusing to serve the memory on {host}, which other machines can reach, without a token: "
             f"pass --token (e.g. --token {secrets.token_urlsafe(16)}), or bind to 127.0.0.1"
         )
-    try:
-        import uvicorn
-
-        from .app import make_app
-    except ImportError as exc:
-        raise InspectorUnavailableError(f"the inspector needs its web packages ({exc.name} is missing): {INSTALL}") from None
+    from .app import make_app  # raises InspectorUnavailableError without the extra (web.py)
+    from .web import uvicorn
     from .source import Source
 
     app = make_app(Source(memory), allow_writes=allow_writes, token=token, local=local)

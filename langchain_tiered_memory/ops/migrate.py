@@ -139,10 +139,15 @@ def _copy_records(source: Storage, target: Storage, step: Progress, report: Migr
 def _copy_checkpoints(source: Storage, target: Storage, step: Progress, report: MigrationReport) -> None:
     expected = source.checkpoints.counts()
     if expected["checkpoints"]:
-        from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         from ..storage import PostgresDatabase
+        from ..storage.postgres import postgres_missing
+
+        try:  # the [postgres] extra
+            from langgraph.checkpoint.postgres import PostgresSaver
+        except ImportError as exc:
+            raise ConfigError(postgres_missing(exc)) from exc
 
         conn = source.connect()
         try:
