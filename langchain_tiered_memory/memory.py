@@ -266,16 +266,9 @@ class TieredMemory(DeprecatedNames):
 
     def recall(
         self,
-        user_id: str,
-        query: str,
-        k: int = 10,
-        *,
-        grains: Sequence[str] | None = None,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        peek: bool = False,
-        explain: bool = False,
+        user_id: str, query: str, k: int = 10, *, grains: Sequence[str] | None = None,
+        at: datetime | None = None, since: datetime | None = None, until: datetime | None = None,
+        peek: bool = False, explain: bool = False,
     ) -> list[Evidence]:
         """The ``k`` best pieces of evidence for ``query`` across everything stored of the
         user: long-term memories (``fact``), single messages (``turn``), short runs of
@@ -302,16 +295,9 @@ class TieredMemory(DeprecatedNames):
 
     async def arecall(
         self,
-        user_id: str,
-        query: str,
-        k: int = 10,
-        *,
-        grains: Sequence[str] | None = None,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        peek: bool = False,
-        explain: bool = False,
+        user_id: str, query: str, k: int = 10, *, grains: Sequence[str] | None = None,
+        at: datetime | None = None, since: datetime | None = None, until: datetime | None = None,
+        peek: bool = False, explain: bool = False,
     ) -> list[Evidence]:
         """Async :meth:`recall` (embeds and queries in a worker thread)."""
         return await asyncio.to_thread(

@@ -100,16 +100,9 @@ class RecallLayer:
 
     def recall(
         self,
-        user_id: str,
-        query: str,
-        k: int = 10,
-        *,
-        grains: Sequence[str] | None = None,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        peek: bool = False,
-        explain: bool = False,
+        user_id: str, query: str, k: int = 10, *, grains: Sequence[str] | None = None,
+        at: datetime | None = None, since: datetime | None = None, until: datetime | None = None,
+        peek: bool = False, explain: bool = False,
     ) -> list[Evidence]:
         """The user's ``k`` best pieces of evidence for ``query`` (see the module docs).
 

@@ -37,30 +37,14 @@ def _migrate_to_1(db: sqlite_utils.Database) -> None:
     db.table("threads").create_index(["user_id"])
     db.table("messages").create(
         {
-            "id": int,
-            "thread_key": int,
-            "user_id": str,
-            "seq": int,
-            "message_id": str,
-            "type": str,
-            "tool_calls": int,
-            "data": str,
-            "tokens": int,
-            "counter": str,
+            "id": int, "thread_key": int, "user_id": str, "seq": int, "message_id": str,
+            "type": str, "tool_calls": int, "data": str, "tokens": int, "counter": str,
             "created_at": str,
         },
         pk="id",
         not_null={
-            "thread_key",
-            "user_id",
-            "seq",
-            "message_id",
-            "type",
-            "tool_calls",
-            "data",
-            "tokens",
-            "counter",
-            "created_at",
+            "thread_key", "user_id", "seq", "message_id", "type", "tool_calls", "data", "tokens",
+            "counter", "created_at",
         },
         foreign_keys=[("thread_key", "threads", "id")],
     )
@@ -77,13 +61,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db.table("threads").add_column("extracted_through", int, not_null_default=-1)
     db.table("summaries").create(
         {
-            "thread_key": int,
-            "user_id": str,
-            "text": str,
-            "tokens": int,
-            "first_seq": int,
-            "last_seq": int,
-            "updated_at": str,
+            "thread_key": int, "user_id": str, "text": str, "tokens": int, "first_seq": int,
+            "last_seq": int, "updated_at": str,
         },
         pk="thread_key",
         not_null={"user_id", "text", "tokens", "first_seq", "last_seq", "updated_at"},
@@ -92,15 +71,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db.table("summaries").create_index(["user_id"])
     db.table("entities").create(
         {
-            "id": int,
-            "user_id": str,
-            "name": str,
-            "name_key": str,
-            "type": str,
-            "search_text": str,
-            "source": str,
-            "created_at": str,
-            "updated_at": str,
+            "id": int, "user_id": str, "name": str, "name_key": str, "type": str,
+            "search_text": str, "source": str, "created_at": str, "updated_at": str,
         },
         pk="id",
         not_null={"user_id", "name", "name_key", "type", "search_text", "created_at", "updated_at"},
@@ -111,14 +83,8 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db.table("entities").enable_fts(["name", "search_text"], create_triggers=True, tokenize="unicode61")
     db.table("entity_attributes").create(
         {
-            "id": int,
-            "entity_id": int,
-            "key": str,
-            "value": str,
-            "learned_at": str,
-            "source": str,
-            "source_message": str,
-            "superseded_at": str,
+            "id": int, "entity_id": int, "key": str, "value": str, "learned_at": str,
+            "source": str, "source_message": str, "superseded_at": str,
         },
         pk="id",
         not_null={"entity_id", "key", "value", "learned_at"},
@@ -127,20 +93,9 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db.table("entity_attributes").create_index(["entity_id", "key"])
     db.table("jobs").create(
         {
-            "id": int,
-            "key": str,
-            "kind": str,
-            "user_id": str,
-            "thread_key": int,
-            "payload": str,
-            "result": str,
-            "status": str,
-            "attempts": int,
-            "next_run_at": float,
-            "lease_until": float,
-            "leased_by": str,
-            "last_error": str,
-            "created_at": str,
+            "id": int, "key": str, "kind": str, "user_id": str, "thread_key": int, "payload": str,
+            "result": str, "status": str, "attempts": int, "next_run_at": float,
+            "lease_until": float, "leased_by": str, "last_error": str, "created_at": str,
             "updated_at": str,
         },
         pk="id",
@@ -152,18 +107,9 @@ def _migrate_to_2(db: sqlite_utils.Database) -> None:
     db.table("jobs").create_index(["user_id"])
     db.table("episodes").create(
         {
-            "id": str,
-            "user_id": str,
-            "thread_id": str,
-            "started_at": str,
-            "ended_at": str,
-            "summary": str,
-            "decisions": str,
-            "outcome": str,
-            "topics": str,
-            "first_seq": int,
-            "last_seq": int,
-            "created_at": str,
+            "id": str, "user_id": str, "thread_id": str, "started_at": str, "ended_at": str,
+            "summary": str, "decisions": str, "outcome": str, "topics": str, "first_seq": int,
+            "last_seq": int, "created_at": str,
         },
         pk="id",
         not_null={"user_id", "thread_id", "started_at", "ended_at", "summary", "decisions", "outcome", "topics", "first_seq", "last_seq", "created_at"},
