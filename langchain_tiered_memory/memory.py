@@ -127,7 +127,7 @@ class TieredMemory(DeprecatedNames):
     @property
     def memories(self) -> Memories:
         """Long-term memories: ``remember``, ``remember_many``, ``search``, ``get``,
-        ``update``, ``list``, ``forget`` (and ``a``-prefixed async twins)."""
+        ``update``, ``list``, ``count``, ``forget`` (and ``a``-prefixed async twins)."""
         return self._memories
 
     @property
