@@ -4,8 +4,8 @@
 
 One user with ``--memories`` long-term memories (stored with ``remember_many``, embedded with
 ``HashingEmbeddings`` to fill fast: no page timed here embeds anything) and a thread of 40
-messages. The inspector is served from a thread (``serve(block=False)``, as a notebook
-runs it) and each page is fetched ``--loads`` times over real HTTP after one
+messages. The inspector is served from a thread (``memory.admin.serve(block=False)``, as a
+notebook runs it) and each page is fetched ``--loads`` times over real HTTP after one
 warm-up load; the p50 and p90 of each are printed:
 
 - the memories list (the lists page: 50 memories, newest first, with their history), first
@@ -64,7 +64,6 @@ def measure(path: Path, loads: int) -> dict[str, dict[str, float]]:
 
     from langchain_tiered_memory import MemoryConfig, TieredMemory
     from langchain_tiered_memory.embeddings import HashingEmbeddings
-    from langchain_tiered_memory.inspector import serve
 
     with TieredMemory(path, MemoryConfig(job_mode="manual"), embeddings=HashingEmbeddings()) as m:
         total = m.memories.count(USER)
@@ -77,7 +76,7 @@ def measure(path: Path, loads: int) -> dict[str, dict[str, float]]:
             "user page": f"users/{USER}",
         }
         out: dict[str, dict[str, float]] = {}
-        with serve(m, port=0, block=False) as inspector, httpx.Client() as client:
+        with m.admin.serve(port=0, block=False) as inspector, httpx.Client() as client:
             for name, page in pages.items():
                 url = inspector.url + page
                 assert client.get(url).status_code == 200  # warm-up

@@ -221,6 +221,24 @@ def test_a_non_local_bind_without_a_token_is_refused(looking, tmp_path, capsys):
     assert not (tmp_path / "memory.db").exists()
 
 
+def test_memory_admin_serve_starts_answers_and_stops_from_a_notebook(looking):
+    # A notebook's spelling: no import of the inspector, serving from a thread until stop().
+    inspector = looking.admin.serve(port=0)
+    assert inspector is not None and inspector.url.startswith("http://127.0.0.1:")
+    try:
+        page = httpx.get(inspector.url + "users/alice", timeout=60)
+        assert page.status_code == 200 and "demo-1" in page.text and "7 memories" in page.text
+        victim = _memory_id(looking, VICTIM)
+        body = {"kind": "memory", "user_id": "alice", "target": victim, "confirm": victim}
+        assert httpx.post(inspector.url + "api/forget", json=body, timeout=60).status_code == 403  # read-only
+    finally:
+        inspector.stop()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(inspector.url + "users", timeout=5)
+    with pytest.raises(ConfigError, match="without a token"):
+        looking.admin.serve(0, host="0.0.0.0")
+
+
 # --- over HTTP ----------------------------------------------------------------------------
 
 
