@@ -4,13 +4,13 @@
 
 One user with ``--memories`` long-term memories (stored with ``remember_many``, embedded with
 ``HashingEmbeddings`` to fill fast: no page timed here embeds anything) and a thread of 40
-messages. The inspector is served from a thread (``serve(block=False)``, as a notebook runs
-it) and each page is fetched ``--loads`` times over real HTTP after one warm-up load; the
-p50 and p90 of each are printed:
+messages. The inspector is served from a thread (``memory.admin.serve(block=False)``, as a
+notebook runs it) and each page is fetched ``--loads`` times over real HTTP after one
+warm-up load; the p50 and p90 of each are printed:
 
 - the memories list (the lists page: 50 memories, newest first, with their history), first
   and last page;
-- the users page (counts per layer of every user, the memories counted in a few page reads);
+- the users page (counts per layer of every user; the memories by one ``COUNT``);
 - the user's page (threads and counts).
 
 The target (issue 31): the lists page answers in at most 300 ms at p50. ``--check`` exits 1
@@ -53,7 +53,7 @@ def fill(path: Path, memories: int) -> None:
                  "importance": (i % 10) / 10}
                 for i in range(start, min(start + batch, memories))
             ]
-            m.remember_many(USER, items, merge=False)
+            m.memories.remember_many(USER, items, merge=False)
         for n in range(20):
             m.after_turn(USER, "t1", [HumanMessage(f"question {n}"), AIMessage(f"answer {n}")], extract=False)
 
@@ -64,12 +64,11 @@ def measure(path: Path, loads: int) -> dict[str, dict[str, float]]:
 
     from langchain_tiered_memory import MemoryConfig, TieredMemory
     from langchain_tiered_memory.embeddings import HashingEmbeddings
-    from langchain_tiered_memory.inspector import serve
 
     with TieredMemory(path, MemoryConfig(job_mode="manual"), embeddings=HashingEmbeddings()) as m:
-        total = len(m.list_memories(USER, limit=1, offset=0))
+        total = m.memories.count(USER)
         assert total, "the user has no memories"
-        last = ((m.stats()["memories"] - 1) // 50) * 50
+        last = ((total - 1) // 50) * 50
         pages = {
             "memories list (first page)": f"users/{USER}/memories",
             f"memories list (offset {last})": f"users/{USER}/memories?offset={last}",
@@ -77,7 +76,7 @@ def measure(path: Path, loads: int) -> dict[str, dict[str, float]]:
             "user page": f"users/{USER}",
         }
         out: dict[str, dict[str, float]] = {}
-        with serve(m, port=0, block=False) as inspector, httpx.Client() as client:
+        with m.admin.serve(port=0, block=False) as inspector, httpx.Client() as client:
             for name, page in pages.items():
                 url = inspector.url + page
                 assert client.get(url).status_code == 200  # warm-up

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .api import adapters as _api_adapters
 
@@ -151,9 +151,16 @@ _LAZY: dict[str, str] = {
 }
 
 
-def _build_adapter(memory: TieredMemory, name: str, *args: object) -> object:
+def _build_adapter(memory: TieredMemory, name: str, *args: Any) -> object:
     # The facade builds ``memory.store``/``.checkpointer`` through this, never importing the
     # integrations above it: the root, which runs before any submodule, hands it down.
+    if name == "inspector":
+        # ``memory.admin.serve``: the inspector (tier 1) sits above the integrations, which
+        # may not import it; the root may.
+        from .inspector import serve
+
+        port, host, allow_writes, token, block = args
+        return serve(memory, port=port, host=host, allow_writes=allow_writes, token=token, block=block)
     from .integrations import build_adapter
 
     return build_adapter(memory, name, *args)

@@ -108,7 +108,7 @@ class TieredMemory(DeprecatedNames):
         self._episodes = Episodes(self._parts)
         self._entities = Entities(self._parts)
         self._threads = Threads(self._parts)
-        self._admin = Admin(self._parts)
+        self._admin = Admin(self._parts, self)
 
     # --- what it is -------------------------------------------------------------------
 
@@ -127,7 +127,7 @@ class TieredMemory(DeprecatedNames):
     @property
     def memories(self) -> Memories:
         """Long-term memories: ``remember``, ``remember_many``, ``search``, ``get``,
-        ``update``, ``list``, ``forget`` (and ``a``-prefixed async twins)."""
+        ``update``, ``list``, ``count``, ``forget`` (and ``a``-prefixed async twins)."""
         return self._memories
 
     @property
@@ -156,8 +156,9 @@ class TieredMemory(DeprecatedNames):
     @property
     def admin(self) -> Admin:
         """Running the memory: ``stats``, ``forget`` (a user, a thread, an entity), ``scrub``,
-        ``reindex``, ``optimize``, ``export_user``, ``import_user``, ``jobs``, and what it is
-        built from (``extractor``, ``embeddings``, ``counter``, ``database()``)."""
+        ``reindex``, ``optimize``, ``export_user``, ``import_user``, ``jobs``, ``serve`` (the
+        inspector), and what it is built from (``extractor``, ``embeddings``, ``counter``,
+        ``database()``)."""
         return self._admin
 
     # --- adapters -----------------------------------------------------------------------

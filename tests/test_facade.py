@@ -133,6 +133,27 @@ def test_admin_forget_takes_no_memory_id_and_memories_forget_checks_its_ids(memo
     assert memory.memories.forget("alice", "not-a-uuid")["memories"] == 0
 
 
+async def test_memories_count_is_what_list_pages_through_on_each_backend(make_memory):
+    # A real COUNT in SQLite and PostgreSQL: superseded memories included, other users not.
+    with make_memory(MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()) as m:
+        assert m.memories.count("erin") == 0
+        m.after_turn("erin", "e1", [HumanMessage("I live in Paris."), AIMessage("Nice.")])
+        m.after_turn("erin", "e1", [HumanMessage("I moved, I live in Lisbon now."), AIMessage("Great.")])
+        erin = m.memories.list("erin")
+        assert any(e.superseded_by for e in erin)  # the history is counted too
+        assert m.memories.count("erin") == len(erin) >= 2
+        ids = m.memories.remember_many("bulk", [{"content": f"Bulk fact {i} on topic {i}."} for i in range(130)],
+                                       merge=False)
+        assert m.memories.count("bulk") == 130 == len(m.memories.list("bulk", limit=1000))
+        assert await m.memories.acount("bulk") == 130
+        m.memories.forget("bulk", ids[0])
+        assert m.memories.count("bulk") == 129 and m.memories.count("erin") == len(erin)
+        with pytest.raises(InvalidInputError):
+            m.memories.count("")
+    with pytest.raises(MemoryClosedError):
+        m.memories.count("bulk")
+
+
 # --- adapters, built explicitly -------------------------------------------------------
 
 
@@ -185,7 +206,7 @@ def test_the_facade_imports_no_adapter_and_ops_no_facade():
     facade = [PACKAGE / "memory.py", *sorted((PACKAGE / "api").glob("*.py"))]
     for path in facade:
         up = {m for m in _imports(path) if m.startswith("langchain_tiered_memory.integrations")
-              or m.startswith("langchain_tiered_memory.cli")}
+              or m.startswith(("langchain_tiered_memory.cli", "langchain_tiered_memory.inspector"))}
         assert not up, f"{path.name} imports {up}"
         assert "importlib" not in path.read_text(), path
     for path in sorted((PACKAGE / "ops").glob("*.py")):

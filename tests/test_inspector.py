@@ -49,8 +49,8 @@ def _prepare(path: Path) -> Path:
         m.after_turn("erin", "e1", [HumanMessage("I live in Paris."), AIMessage("Nice.")])
         m.after_turn("erin", "e1", [HumanMessage("I moved, I live in Lisbon now."), AIMessage("Great.")])
         assert m.end_session("erin", "e1")  # an episode, written at once (inline)
-        m.remember("alice", SCRIPT, "fact", 0.6, merge=False)
-        m.remember("alice", VICTIM, "fact", 0.6, merge=False)
+        m.memories.remember("alice", SCRIPT, "fact", 0.6, merge=False)
+        m.memories.remember("alice", VICTIM, "fact", 0.6, merge=False)
     good = turn_tool_call(memories=[memory("Carol drinks her coffee black.", "preference", 0.7)])
     good.usage_metadata = {"input_tokens": 120, "output_tokens": 30, "total_tokens": 150}
     bad = wrong_types_tool_call()
@@ -91,7 +91,7 @@ def _client(memory, **kwargs):
 
 
 def _memory_id(memory, text):
-    return next(e.id for e in memory.list_memories("alice", limit=1000) if e.content == text)
+    return next(e.id for e in memory.memories.list("alice", limit=1000) if e.content == text)
 
 
 # --- in a real browser --------------------------------------------------------------------
@@ -163,7 +163,7 @@ def test_forget_a_memory_with_writes_allowed(fresh, page_of):
         page.reload()
         assert page.locator(f"tr[data-row='{victim}']").count() == 0
         assert VICTIM not in page.content()
-    assert all(hit.entry.id != victim for hit in fresh.search("alice", "red bicycle named Rocket", k=20, peek=True))
+    assert all(hit.entry.id != victim for hit in fresh.memories.search("alice", "red bicycle named Rocket", k=20, peek=True))
 
 
 def test_read_only_has_no_forget_button_and_the_endpoint_answers_403(looking, page_of):
@@ -180,7 +180,7 @@ def test_read_only_has_no_forget_button_and_the_endpoint_answers_403(looking, pa
         assert refused.status_code == 403 and "--allow-writes" in refused.json()["error"]
         assert httpx.get(inspector.url + "users/alice/export").status_code == 403
         assert httpx.post(inspector.url + "api/jobs/retry", json={}).status_code == 403
-    assert looking.get_memory("alice", victim).content == VICTIM
+    assert looking.memories.get("alice", victim).content == VICTIM
 
 
 def test_a_script_in_a_memory_renders_as_text(looking, page_of):
@@ -221,6 +221,24 @@ def test_a_non_local_bind_without_a_token_is_refused(looking, tmp_path, capsys):
     assert not (tmp_path / "memory.db").exists()
 
 
+def test_memory_admin_serve_starts_answers_and_stops_from_a_notebook(looking):
+    # A notebook's spelling: no import of the inspector, serving from a thread until stop().
+    inspector = looking.admin.serve(port=0)
+    assert inspector is not None and inspector.url.startswith("http://127.0.0.1:")
+    try:
+        page = httpx.get(inspector.url + "users/alice", timeout=60)
+        assert page.status_code == 200 and "demo-1" in page.text and "7 memories" in page.text
+        victim = _memory_id(looking, VICTIM)
+        body = {"kind": "memory", "user_id": "alice", "target": victim, "confirm": victim}
+        assert httpx.post(inspector.url + "api/forget", json=body, timeout=60).status_code == 403  # read-only
+    finally:
+        inspector.stop()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(inspector.url + "users", timeout=5)
+    with pytest.raises(ConfigError, match="without a token"):
+        looking.admin.serve(0, host="0.0.0.0")
+
+
 # --- over HTTP ----------------------------------------------------------------------------
 
 
@@ -232,7 +250,7 @@ def test_users_and_threads_with_counts_and_search(looking):
     assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy
     page = response.text
     assert all(u in page for u in ("alice", "carol", "dave"))
-    alice = looking.threads("alice")[0]
+    alice = looking.threads.list("alice")[0]
     assert f"<td>{alice.messages}</td>" in page
     only = client.get("/users", params={"q": "CAR"}).text
     assert "carol" in only and "dave" not in only
@@ -241,9 +259,9 @@ def test_users_and_threads_with_counts_and_search(looking):
     user = client.get("/users/alice").text
     assert "demo-1" in user and "7 memories" in user  # 5 from the demo, 2 remembered
     thread = client.get("/users/alice/threads/demo-1").text
-    ids = [m.id for m in looking.get_messages("alice", "demo-1")]
+    ids = [m.id for m in looking.threads.messages("alice", "demo-1")]
     assert all(f'id="msg-{i}"' in thread for i in ids)
-    assert "Summary" in thread and looking.summary("alice", "demo-1").split("\n")[0][:30] in thread.replace("&#39;", "'")
+    assert "Summary" in thread and looking.threads.summary("alice", "demo-1").split("\n")[0][:30] in thread.replace("&#39;", "'")
     missing = client.get("/users/alice/threads/nope")
     assert missing.status_code == 404 and "no thread" in missing.text
 
@@ -253,7 +271,7 @@ def test_long_term_memory_entities_and_episodes(looking):
     page = client.get("/users/alice/memories").text
     assert "The user is vegetarian." in page and "Recalled" in page and "Valid from" in page
     assert "&lt;script&gt;" in page and "<script>window" not in page  # autoescaped
-    erin = {e.content: e for e in looking.list_memories("erin")}
+    erin = {e.content: e for e in looking.memories.list("erin")}
     old, new = erin["The user lives in Paris."], erin["The user lives in Lisbon."]
     assert old.superseded_by == new.id
     history = client.get("/users/erin/memories").text
@@ -266,7 +284,7 @@ def test_long_term_memory_entities_and_episodes(looking):
     assert "Alice" in entities and "diet" in entities and "vegetarian" in entities
     assert "no episode" in client.get("/users/alice/episodes").text
     # Erin's location: Paris, superseded when she said Lisbon, each linked to its message.
-    location = looking.entity("erin", "user").history["location"]
+    location = looking.entities.get("erin", "user").history["location"]
     assert [v.value for v in location] == ["Paris", "Lisbon"] and location[0].superseded_at
     profile = client.get("/users/erin/entities").text
     paris = profile.split(">Paris</td>")[0].rsplit("<tr", 1)[1]
@@ -277,7 +295,7 @@ def test_long_term_memory_entities_and_episodes(looking):
 
 
 def test_the_memories_list_is_paged(fresh):
-    fresh.remember_many("bulk", [{"content": f"Bulk fact number {i} about topic {i % 7}."} for i in range(120)],
+    fresh.memories.remember_many("bulk", [{"content": f"Bulk fact number {i} about topic {i % 7}."} for i in range(120)],
                         merge=False)
     client = _client(fresh)
     first = client.get("/users/bulk/memories").text
@@ -285,23 +303,21 @@ def test_the_memories_list_is_paged(fresh):
     last = client.get("/users/bulk/memories", params={"offset": 100}).text
     assert last.count('<tr data-row="') == 20 and "rel=\"next\"" not in last
     assert "120 memories" in client.get("/users/bulk").text
-    # The users page counts up to a cap, and says when there are more.
-    assert Source(fresh).user_summary("bulk", cap=100).memories == 100
-    assert Source(fresh).user_summary("bulk", cap=100).more_memories
-    assert (Source(fresh).user_summary("bulk", cap=1000).memories, Source(fresh).user_summary("bulk").memories) == (120, 120)
+    # The users page and the user's page show the exact count (a COUNT in the database).
+    assert Source(fresh).user_summary("bulk").memories == 120 == fresh.memories.count("bulk")
     assert ">120</td>" in client.get("/users").text
     assert client.get("/users/bulk/memories", params={"offset": "x"}).status_code == 400
 
 
 def test_the_replay_writes_nothing(looking):
     client = _client(looking)
-    before = {e.id: e.access_count for e in looking.list_memories("alice", limit=1000)}
-    jobs = looking.stats()["jobs"]
+    before = {e.id: e.access_count for e in looking.memories.list("alice", limit=1000)}
+    jobs = looking.admin.stats()["jobs"]
     page = client.get("/replay", params={"user": "alice", "thread": "demo-1", "query": "vegetarian food"})
     assert page.status_code == 200 and "budget-bar" in page.text and "Recalled evidence" in page.text
     assert "✓ quoted" in page.text
-    after = {e.id: e.access_count for e in looking.list_memories("alice", limit=1000)}
-    assert after == before and looking.stats()["jobs"] == jobs
+    after = {e.id: e.access_count for e in looking.memories.list("alice", limit=1000)}
+    assert after == before and looking.admin.stats()["jobs"] == jobs
 
 
 def test_jobs_journal_spend_chart_and_retry(fresh):
@@ -316,26 +332,26 @@ def test_jobs_journal_spend_chart_and_retry(fresh):
     result = writer.post("/api/jobs/retry", json={})
     assert result.status_code == 200 and result.json()["retried"] == 1
     # Journaled by a memory with a model, it waits for one: pending, no longer failed.
-    assert result.json()["failed"] == 0 and fresh.stats()["jobs"]["failed"] == 0
+    assert result.json()["failed"] == 0 and fresh.admin.stats()["jobs"]["failed"] == 0
 
 
 def test_forget_asks_for_the_typed_id_and_reports_the_scrub(fresh):
     client = _client(fresh, allow_writes=True)
     wrong = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c"})
     assert wrong.status_code == 400 and "type the thread's id" in wrong.json()["error"]
-    assert fresh.threads("carol")
+    assert fresh.threads.list("carol")
     other = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c1"},
                         headers={"Origin": "http://evil.example"})
-    assert other.status_code == 400 and fresh.threads("carol")
+    assert other.status_code == 400 and fresh.threads.list("carol")
     form = client.post("/api/forget", data={"kind": "user"})
     assert form.status_code == 400
     done = client.post("/api/forget", json={"kind": "thread", "user_id": "carol", "target": "c1", "confirm": "c1"})
     assert done.status_code == 200, done.text
     body = done.json()
     assert body["forgotten"]["messages"] == 2 and body["scrub"]["wal_scrubbed"] is True
-    assert fresh.threads("carol") == []
+    assert fresh.threads.list("carol") == []
     gone = client.post("/api/forget", json={"kind": "user", "user_id": "dave", "confirm": "dave"})
-    assert gone.status_code == 200 and "dave" not in fresh.users()
+    assert gone.status_code == 200 and "dave" not in fresh.threads.users()
 
 
 def test_export_a_user_with_writes_allowed(fresh):

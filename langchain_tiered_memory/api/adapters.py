@@ -1,7 +1,8 @@
-"""The slot the facade builds its adapters through (``memory.store``, ``memory.checkpointer``).
+"""The slot the facade builds its adapters through (``memory.store``, ``memory.checkpointer``,
+and the inspector of ``memory.admin.serve``).
 
-The adapters live in ``integrations/``, above the facade, so the facade must not import
-them. The package root — executed before any of its submodules — fills this slot with a
+The adapters live in ``integrations/`` and the inspector in ``inspector/``, above the facade,
+so the facade must not import them. The package root — executed before any of its submodules — fills this slot with a
 function that imports them plainly (``langchain_tiered_memory/__init__.py``); the facade
 calls it. No import edge runs upward, and no module is found by name.
 """
@@ -27,7 +28,8 @@ def provide(factory: Callable[..., Any]) -> None:
 
 def build(memory: Any, name: str, *args: Any) -> Any:
     """The adapter ``name`` (``store``, ``checkpointer``, ``async_checkpointer``,
-    ``pre_model_hook``, ``post_model_hook``, ``chat_history``, ``vectorstore``) of ``memory``."""
+    ``pre_model_hook``, ``post_model_hook``, ``chat_history``, ``vectorstore``) of ``memory``,
+    or its running ``inspector`` (``memory.admin.serve``)."""
     if _factory is None:  # pragma: no cover - the package root always runs first
         raise ConfigError("no adapter factory is set; import langchain_tiered_memory first")
     return _factory(memory, name, *args)

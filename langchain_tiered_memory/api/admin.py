@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.embeddings import Embeddings
 
@@ -18,19 +18,37 @@ from ..ops import portability
 from ..storage import Database
 from ..tokens import TokenCounter
 from ..views import MemoryStats
+from .adapters import build
 from .parts import Parts
 
 if TYPE_CHECKING:
     from ..extraction import Extractor
 
-__all__ = ["Admin"]
+__all__ = ["Admin", "RunningInspector"]
+
+
+class RunningInspector(Protocol):
+    """What :meth:`Admin.serve` returns: the inspector serving from a thread (its class lives
+    in ``inspector/``, above this module, which therefore names only what it offers)."""
+
+    #: The address to open in a browser (with ``?token=…`` when a token is required).
+    url: str
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and wait for the server to close."""
+
+    def wait(self) -> None:
+        """Serve until the server stops, or until Ctrl-C."""
 
 
 class Admin:
     """Operating one memory: ``memory.admin``."""
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: Parts, memory: object) -> None:
         self._parts = parts
+        # The facade this belongs to: what the inspector serves (built through the adapter
+        # slot, as it lives above the facade).
+        self._memory = memory
 
     # --- state ------------------------------------------------------------------------
 
@@ -189,6 +207,32 @@ class Admin:
         )
         parts.jobs.notify()
         return counts
+
+    # --- looking at it ----------------------------------------------------------------
+
+    def serve(
+        self,
+        port: int = 8765,
+        *,
+        host: str = "127.0.0.1",
+        allow_writes: bool = False,
+        token: str | None = None,
+        block: bool = False,
+    ) -> RunningInspector | None:
+        """Serve the memory inspector (what ``tiered-memory serve`` runs) for this memory, at
+        ``http://host:port``; needs ``pip install 'langchain-tiered-memory[inspector]'``.
+
+        From a notebook (``block=False``, the default) it serves from a thread and returns
+        the running inspector: ``.url`` to open, ``.stop()`` to end it (or use it in a
+        ``with``). ``block=True`` prints the address and serves until Ctrl-C. Read-only
+        unless ``allow_writes`` (forget, export, re-run failed jobs); binds to 127.0.0.1, and
+        another address needs a ``token`` every request must carry. ``port=0`` picks a free
+        port. Raises ``ConfigError`` for a refused bind, ``InspectorUnavailableError`` (a
+        ``ConfigError``) without the extra.
+        """
+        self._parts.check_open()
+        served: RunningInspector | None = build(self._memory, "inspector", port, host, allow_writes, token, block)
+        return served
 
     # --- what the memory is built from --------------------------------------------------
 

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..entries import MemoryEntry
+from ..entries import MemoryEntry, check_id
 from ..errors import VectorStoreError
 from ..views import SearchResults
 from .admin import forget
@@ -144,6 +144,17 @@ class Memories:
         """The user's memories, newest first (superseded ones included: their history)."""
         self._parts.check_open()
         return self._parts.facts.page(user_id, memory_types, limit, offset)
+
+    def count(self, user_id: str) -> int:
+        """How many memories the user has, superseded ones included (what :meth:`list` pages
+        through). One ``COUNT`` in the database: as cheap for 10,000 memories as for ten."""
+        self._parts.check_open()
+        check_id("user_id", user_id)
+        return self._parts.storage.memories.count(user_id)
+
+    async def acount(self, user_id: str) -> int:
+        """Async :meth:`count` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.count, user_id)
 
     def forget(self, user_id: str, memory_id: str) -> dict[str, int]:
         """Delete one memory of the user everywhere (its record, vector and store address);

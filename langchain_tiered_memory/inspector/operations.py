@@ -2,11 +2,12 @@
 
 Each answers 403 unless the server was started with ``allow_writes`` (the pages then show
 no button for it either). Forgetting asks for a typed confirmation -- the id of what goes --
-and calls ``memory.forget`` as the API does: one journaled operation, whose result says
-what was deleted and what the scrub found (``wal_scrubbed``: no frame of the deleted rows
-left in ``memory.db-wal``; ``job_answers_scrubbed``: job rows whose copies of the text were
-dropped). Writes are ``POST`` with a JSON body, and an ``Origin`` header, when the browser
-sends one, must name this server: another site's page cannot make them.
+and forgets as the API does (``memory.memories.forget``, ``memory.admin.forget``): one
+journaled operation, whose result says what was deleted and what the scrub found
+(``wal_scrubbed``: no frame of the deleted rows left in ``memory.db-wal``;
+``job_answers_scrubbed``: job rows whose copies of the text were dropped). Writes are
+``POST`` with a JSON body, and an ``Origin`` header, when the browser sends one, must name
+this server: another site's page cannot make them.
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ __all__ = ["ERROR_HANDLERS", "render"]
 
 #: Memories per page of the memories list.
 PAGE_SIZE = 50
-#: The users page counts each user's memories up to this many (their own page counts all).
-MEMORIES_COUNTED = 1_000
 #: Users the replay's picker lists, at most.
 USERS_PICKED = 1_000
 #: Threads a search by id lists, at most.
@@ -52,7 +50,7 @@ def users(request: Request) -> Response:
     source = source_of(request)
     search = request.query_params.get("q", "").strip()
     ids = source.users(search or None)
-    summaries = [source.user_summary(u, cap=MEMORIES_COUNTED) for u in ids[:200]]
+    summaries = [source.user_summary(u) for u in ids[:200]]
     found = source.find_threads(search)[:THREADS_FOUND] if search else []
     stats = source.stats()
     return render(request, "users.html", users=summaries, total=len(ids), q=search, stats=stats, found=found)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..jobs import JobInfo
     from ..layers.entities import Entity
     from ..layers.episodes import EpisodeHit
-    from ..memory import ThreadInfo, TieredMemory
+    from ..api.threads import ThreadInfo
+    from ..memory import TieredMemory
     from ..recall.layer import Evidence
 
 __all__ = ["MemoryPage", "Source", "UserSummary"]
@@ -48,8 +49,6 @@ class UserSummary:
     entities: int
     episodes: int
     last_activity: str | None
-    #: ``memories`` is a floor: the user has more (counted on their own page).
-    more_memories: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,73 +73,49 @@ class Source:
     def users(self, search: str | None = None) -> list[str]:
         """Every user id, those containing ``search`` (case-insensitively) if given."""
         with self._lock:
-            users = self.memory.users()
+            users = self.memory.threads.users()
         if search:
             needle = search.casefold()
             users = [u for u in users if needle in u.casefold()]
         return users
 
-    def user_summary(self, user_id: str, *, cap: int | None = None) -> UserSummary:
+    def user_summary(self, user_id: str) -> UserSummary:
         """Counts per layer of one user, and when their newest thread was last active.
-        ``cap``: count the memories only up to it (``more_memories`` says there are more)."""
+
+        The memories are counted by the database (``memory.memories.count``: one COUNT on
+        the user's index), so a user with 10,000 of them costs what a user with ten does."""
+        memory = self.memory
         with self._lock:
-            threads = self.memory.threads(user_id)
-            entities = len(self.memory.entities(user_id))
-            episodes = len(self.memory.search_episodes(user_id, k=1_000_000))
-            memories, more = self._count_memories(user_id, cap)
+            threads = memory.threads.list(user_id)
+            entities = len(memory.entities.list(user_id))
+            episodes = len(memory.episodes.search(user_id, k=1_000_000))
+            memories = memory.memories.count(user_id)
         last = max((t.updated_at for t in threads), default=None)
         return UserSummary(user_id, len(threads), sum(t.messages for t in threads), memories, entities, episodes,
-                           last, more)
-
-    def _count_memories(self, user_id: str, cap: int | None = None) -> tuple[int, bool]:
-        """How many memories (superseded ones included) the user has, and whether there
-        are more than ``cap`` (then ``cap`` is returned).
-
-        The public API lists memories a page at a time and has no count; a page of one at
-        a growing offset finds the end in a few dozen reads, rather than building every
-        memory of a user with 10,000 (150 ms a thousand). Each read still walks the index up
-        to its offset (about 1.4 ms a thousand), hence the ``cap`` of the users page."""
-
-        def exists(offset: int) -> bool:
-            return bool(self.memory.list_memories(user_id, limit=1, offset=offset))
-
-        if cap is not None and exists(cap):
-            return cap, True
-        if not exists(0):
-            return 0, False
-        low, high = 0, 1  # exists(low) holds; find a high that does not
-        while exists(high):
-            low, high = high, high * 2
-        while high - low > 1:
-            mid = (low + high) // 2
-            if exists(mid):
-                low = mid
-            else:
-                high = mid
-        return high, False
+                           last)
 
     def find_threads(self, search: str, users_scanned: int = 1_000) -> list[ThreadInfo]:
         """The threads whose id contains ``search`` (case-insensitively), of the first
         ``users_scanned`` users (thread ids are global; the API lists them per user)."""
         needle = search.casefold()
         with self._lock:
-            users = self.memory.users()[:users_scanned]
-            return [t for u in users for t in self.memory.threads(u) if needle in t.thread_id.casefold()]
+            users = self.memory.threads.users()[:users_scanned]
+            return [t for u in users for t in self.memory.threads.list(u) if needle in t.thread_id.casefold()]
 
     def threads(self, user_id: str) -> list[ThreadInfo]:
         """The user's threads, most recently active first."""
         with self._lock:
-            return self.memory.threads(user_id)
+            return self.memory.threads.list(user_id)
 
     def messages(self, user_id: str, thread_id: str) -> list[BaseMessage]:
         """Every message of the thread's log, oldest first."""
         with self._lock:
-            return self.memory.get_messages(user_id, thread_id)
+            return self.memory.threads.messages(user_id, thread_id)
 
     def summary(self, user_id: str, thread_id: str) -> str | None:
         """The thread's running summary."""
         with self._lock:
-            return self.memory.summary(user_id, thread_id)
+            return self.memory.threads.summary(user_id, thread_id)
 
     # --- the turn, replayed -------------------------------------------------------------
 
@@ -158,7 +133,7 @@ class Source:
 
     def count_message_tokens(self, message: BaseMessage) -> int:
         """The tokens one message costs in the context."""
-        return self.memory.counter.count_message(message)
+        return self.memory.admin.counter.count_message(message)
 
     def budget(self) -> dict[str, int]:
         """The budget's parts: ``max_tokens``, ``output_reserve``, ``system_reserve``."""
@@ -171,62 +146,63 @@ class Source:
     def memories(self, user_id: str, offset: int = 0, limit: int = 50) -> MemoryPage:
         """A page of the user's memories, newest first, superseded ones included."""
         with self._lock:
-            entries = self.memory.list_memories(user_id, limit=limit + 1, offset=offset)
+            entries = self.memory.memories.list(user_id, limit=limit + 1, offset=offset)
         return MemoryPage(entries[:limit], offset, limit, len(entries) > limit)
 
     def search(self, user_id: str, query: str, k: int = 20) -> list[MemoryEntry]:
         """The user's memories best matching ``query`` (a look: no recall is counted)."""
         with self._lock:
-            return [hit.entry for hit in self.memory.search(user_id, query, k=k, peek=True)]
+            return [hit.entry for hit in self.memory.memories.search(user_id, query, k=k, peek=True)]
 
     def entities(self, user_id: str) -> list[Entity]:
         """The user's entities with their attribute history, most recently updated first."""
         with self._lock:
-            shown = self.memory.entities(user_id)[:ENTITIES_SHOWN]
-            full = [self.memory.entity(user_id, e.name) for e in shown]
+            shown = self.memory.entities.list(user_id)[:ENTITIES_SHOWN]
+            full = [self.memory.entities.get(user_id, e.name) for e in shown]
         return [e for e in full if e is not None]
 
     def episodes(self, user_id: str) -> list[EpisodeHit]:
         """The user's episodes, newest first."""
         with self._lock:
-            return self.memory.search_episodes(user_id, k=EPISODES_SHOWN)
+            return self.memory.episodes.search(user_id, k=EPISODES_SHOWN)
 
     # --- operations ---------------------------------------------------------------------
 
     def forget(self, user_id: str, *, thread_id: str | None = None, memory_id: str | None = None) -> dict[str, Any]:
-        """Forget a memory, a thread, or all of a user, as ``memory.forget`` does (journaled,
-        scrubbed); returns its counts, with ``wal_scrubbed`` and ``job_answers_scrubbed``."""
+        """Forget a memory (``memory.memories.forget``), a thread or all of a user
+        (``memory.admin.forget``), journaled and scrubbed as the API does; returns its counts,
+        with ``wal_scrubbed`` and ``job_answers_scrubbed``."""
         with self._lock:
             if memory_id is not None:
-                return dict(self.memory.forget(user_id=user_id, memory_id=memory_id))
+                return dict(self.memory.memories.forget(user_id, memory_id))
             if thread_id is not None:
-                return dict(self.memory.forget(user_id=user_id, thread_id=thread_id))
-            return dict(self.memory.forget(user_id=user_id))
+                return dict(self.memory.admin.forget(user_id=user_id, thread_id=thread_id))
+            return dict(self.memory.admin.forget(user_id=user_id))
 
     def export_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
         """Everything stored of the user as JSON-ready data."""
         with self._lock:
-            return self.memory.export_user(user_id)
+            return self.memory.admin.export_user(user_id)
 
     def retry_failed(self) -> dict[str, int]:
         """Run the jobs that failed again and wait for them (up to ``RETRY_WAIT_SECONDS``):
         how many were retried, and how many are still failed or pending after."""
         with self._lock:
-            changed = self.memory.jobs.retry(failed=True)
+            changed = self.memory.admin.jobs.retry(failed=True)
             if changed:
                 self.memory.flush(timeout=RETRY_WAIT_SECONDS)
-            jobs = self.memory.stats()["jobs"]
+            jobs = self.memory.admin.stats()["jobs"]
         return {"retried": changed, "failed": int(jobs["failed"]), "pending": int(jobs["pending"])}
 
     def jobs(self, status: str | None = None, limit: int = 100) -> list[JobInfo]:
         """The job journal, newest first."""
         with self._lock:
-            return self.memory.jobs.list(status=status, limit=limit)
+            return self.memory.admin.jobs.list(status=status, limit=limit)
 
     def stats(self) -> dict[str, Any]:
-        """``memory.stats()``: counts, the jobs, and the spend (``usage``)."""
+        """``memory.admin.stats()``: counts, the jobs, and the spend (``usage``)."""
         with self._lock:
-            return dict(self.memory.stats())
+            return dict(self.memory.admin.stats())
 
     def where(self) -> str:
         """Where the memory lives (its directory, or its database)."""
