@@ -151,7 +151,7 @@ class TieredMemory(DeprecatedNames):
         """The LangGraph store's documents besides memories (namespaced JSON values, searchable
         by their fields): what :attr:`store` keeps outside ``("memories", user_id, …)``."""
         self._parts.check_open()
-        return self._parts.items
+        return self._parts.item_view
 
     @property
     def admin(self) -> Admin:

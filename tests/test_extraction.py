@@ -50,6 +50,7 @@ from langchain_tiered_memory.extraction import (
     render_messages,
 )
 from langchain_tiered_memory.extraction import Prompts
+from langchain_tiered_memory.extraction.offline import ExtractiveSummaries
 from langchain_tiered_memory.tokens import TiktokenCounter
 
 TURN = [HumanMessage("My name is Alice and I prefer green tea."), AIMessage("Noted, Alice!")]
@@ -66,6 +67,8 @@ def counter():
 
 def extractor(*script, counter=None, **kwargs):
     model = ScriptedChatModel(script=list(script), tool_calling=kwargs.pop("tool_calling", True))
+    # As make_extractor builds it: the extractive summaries are its fallback.
+    kwargs.setdefault("fallback", ExtractiveSummaries(counter=counter))
     return model, LLMExtractor(model, counter=counter, **kwargs)
 
 
@@ -301,7 +304,7 @@ class TestStructuredPath:
 
     def test_exactly_one_call_per_turn(self):
         model = ScriptedChatModel(default=GOOD)
-        ex = LLMExtractor(model)
+        ex = make_extractor(model)  # GOOD has no summary: the extractive fallback folds one in
         for i in range(5):
             ex.extract_turn(TURN, evicted=TURN if i % 2 else (), summary="old")
         assert model.calls == 5
@@ -588,6 +591,24 @@ class TestEpisodeAndCompression:
             out = ex.compress_summary(long, 50)
         assert 0 < counter.count_text(out) <= 50 and "point number" in out
         assert "cutting the summary extractively" in caplog.text
+
+    def test_without_a_fallback_an_unusable_summary_is_retried_not_lost(self, counter):
+        """An extractor built without ``fallback`` (not through make_extractor) cannot fold or
+        cut extractively: it raises, and the job retries with the evicted messages intact."""
+        long = "\n".join(f"user: point number {i} about the trip to Rome." for i in range(40))
+        model, ex = extractor(turn_tool_call(memories=[memory("x")]), "", "y " * 400, counter=counter, fallback=None)
+        with pytest.raises(ExtractionError, match="returned no summary.*job retries.*fallback="):
+            ex.extract_turn(TURN, summary="user: My name is Alice.", evicted=[HumanMessage("A trip to Rome.")])
+        with pytest.raises(ExtractionError, match="compression .* failed .*job retries"):
+            ex.compress_summary(long, 50)
+        assert 0 < counter.count_text(ex.compress_summary(long, 50)) <= 50  # an overshoot is cut at the budget
+        assert model.calls == 3
+
+    def test_make_extractor_hands_the_extractive_fallback(self):
+        ex = make_extractor(ScriptedChatModel())
+        assert isinstance(ex, LLMExtractor) and isinstance(ex.fallback, ExtractiveSummaries)
+        with pytest.raises(InvalidInputError, match="fallback must"):
+            LLMExtractor(ScriptedChatModel(), fallback=object())  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- defaults

@@ -18,6 +18,7 @@ from langchain_tiered_memory.context import (
     render_memory_text,
 )
 from langchain_tiered_memory.extraction import LLMExtractor, render_messages
+from langchain_tiered_memory.extraction.offline import ExtractiveSummaries
 from langchain_tiered_memory.fence import FENCES, quote
 from langchain_tiered_memory.layers.summary import quoted_lines
 
@@ -189,7 +190,7 @@ def test_every_section_is_quoted_through_a_real_memory(tmp_path):
 
 def _extraction_prompt(text: str) -> str:
     model = ScriptedChatModel(default=turn_tool_call())
-    LLMExtractor(model, method="function_calling").extract_turn(
+    LLMExtractor(model, method="function_calling", fallback=ExtractiveSummaries()).extract_turn(
         [HumanMessage(text), AIMessage(f"echo {text}", name=text)],
         summary=f"summary {text}",
         evicted=[HumanMessage(f"old {text}")],

@@ -238,3 +238,30 @@ def test_no_importlib_import_module() -> None:
 def test_relative_imports_resolve(source: str, level: int, module: str, expected: str) -> None:
     """The reader itself: relative imports land on the module Python would load."""
     assert resolve(source, level, module) == expected
+
+
+def reachable(start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        current = todo.pop()
+        for edge in imports():
+            if edge.source == current and edge.target not in seen:
+                seen.add(edge.target)
+                todo.append(edge.target)
+    return seen
+
+
+def test_the_llm_extractor_is_handed_its_offline_fallback() -> None:
+    """The model path and the offline rules are two boxes: ``extraction.llm`` is handed the
+    extractive fallback (by ``extraction.factory``) and reaches nothing of ``extraction.offline``,
+    not even through another module; the offline rules reach nothing of the LLM extractor."""
+    llm, offline = f"{PACKAGE}.extraction.llm", f"{PACKAGE}.extraction.offline"
+    assert llm in modules() and offline in modules()
+    to_offline = sorted(m for m in reachable(llm) if m == offline or m.startswith(offline + "."))
+    assert not to_offline, f"{llm} reaches {to_offline}"
+    from_offline = {m for name in modules() if name.startswith(offline) for m in reachable(name)}
+    assert llm not in from_offline
+    factory = {e.target for e in imports() if e.source == f"{PACKAGE}.extraction.factory"}
+    assert {llm, offline} <= factory, "the factory hands the offline fallback to the LLM extractor"

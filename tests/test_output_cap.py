@@ -30,6 +30,7 @@ from langchain_tiered_memory.extraction import LLMExtractor
 from langchain_tiered_memory.extraction import caps
 from langchain_tiered_memory.extraction.caps import MIN_CAP, answer_cap, compression_cap
 from langchain_tiered_memory.extraction.structured import EPISODE_TOOL, TURN_TOOL
+from langchain_tiered_memory.extraction.offline import ExtractiveSummaries
 from langchain_tiered_memory.tokens import TiktokenCounter
 
 TURN = [HumanMessage("My name is Alice and I prefer green tea."), AIMessage("Noted, Alice!")]
@@ -44,6 +45,8 @@ def counter():
 
 def extractor(*script, counter=None, **kwargs):
     model = ScriptedChatModel(script=list(script))
+    # As make_extractor builds it: the extractive summaries are its fallback.
+    kwargs.setdefault("fallback", ExtractiveSummaries(counter=counter))
     return model, LLMExtractor(model, counter=counter, **kwargs)
 
 

@@ -634,6 +634,30 @@ def test_store_memories_are_the_users_memories(memory):
     assert store.list_namespaces() == [("memories", "bob")]
 
 
+def test_memory_items_is_a_narrow_view_that_sees_what_the_store_writes(memory):
+    """``memory.items`` reads and writes the store's generic items and shows the store
+    addresses of memories, but not the layer's internals (embedding, bulk lookups, sweeps)."""
+    items = memory.items
+    for internal in ("by_memory", "loose_memory_users", "sweep", "texts", "embed_value"):
+        assert not hasattr(items, internal), internal
+    memory.store.put(("docs", "a"), "k", {"title": "Lyon office"}, ttl=1)
+    row = items.get(("docs", "a"), "k")
+    assert row is not None and row.value == {"title": "Lyon office"} and row.memory_id is None
+    assert row.vectors and set(row.vectors) == {"$"}  # the store embedded it
+    items.put(("docs", "b"), "k2", {"n": 2})
+    assert memory.store.get(("docs", "b"), "k2").value == {"n": 2}
+    assert [r.key for r in items.under(("docs",))] == ["k", "k2"]
+    assert set(items.namespaces()) == {("docs", "a"), ("docs", "b")}
+    items.delete(("docs", "b"), "k2")
+    assert memory.store.get(("docs", "b"), "k2") is None and items.expire() == 0
+
+    made = memory.memories.remember("alice", "Alice prefers window seats")
+    assert items.addresses.users_without() == ["alice"]  # remember made no store address yet
+    memory.store.put(("memories", "alice"), "seat", {"content": "Alice prefers aisle seats"})
+    address = next(iter(items.addresses.of([e.id for e in memory.memories.list("alice")]).values()))
+    assert (address.namespace, address.key) == (("memories", "alice"), "seat") and address.memory_id != made
+
+
 def test_near_duplicate_puts_stay_separate_items(memory):
     # memory.remember merges a near-duplicate into the old memory; a put is one exact item.
     store = memory.store

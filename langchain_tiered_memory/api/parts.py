@@ -33,7 +33,7 @@ from ..jobs import NEEDS_LLM, JobHandlers, JobJournal, JobRunner
 from ..layers.entities import EntityLayer
 from ..layers.episodes import EpisodeLayer
 from ..layers.facts import FactLayer
-from ..layers.items import Items
+from ..layers.items import ItemLayer, Items
 from ..layers.summary import SummaryLayer
 from ..llm.spending import Spending, budget_for
 from ..ops.forgetting import Forgetter
@@ -137,7 +137,9 @@ class Parts:
             for source in (self.facts, self.episodes, self.dialogue):
                 source.reset()
         #: Generic namespaced items (the LangGraph store's documents besides memories).
-        self.items = Items(storage, self.now, self.query_cached)
+        self.items = ItemLayer(storage, self.now, self.query_cached)
+        #: What ``memory.items`` shows of them: a narrow view, the layer's internals left out.
+        self.item_view = Items(self.items)
         # Order is priority: a section early in the list is served first from the budget.
         self.turns = Turns(
             storage, config, counter, [self.summary, self.entities, self.recall, self.episodes], self.now,

@@ -15,7 +15,9 @@ Modules, one job each:
 - :mod:`.structured` — which structured-output method each model gets, remembered;
   :mod:`.calls` — a model call bounded in time; :mod:`.caps` — and in output tokens, and
   a cut-off answer recognised; :mod:`.prompts` — the prompts;
-- :mod:`.llm` — :class:`LLMExtractor`, :func:`default_model`, :func:`make_extractor`.
+- :mod:`.llm` — :class:`LLMExtractor` (handed its :class:`SummaryFallback`, it imports
+  nothing of the offline package); :mod:`.factory` — :func:`default_model`,
+  :func:`make_extractor`, the one place extractors are built.
 
 The offline package imports only :mod:`.schema`, :mod:`.arguments` and :mod:`.messages`
 from here; no module imports one that imports it back.
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 from ..vocabulary import ENTITY_TYPES, MEMORY_TYPES, RELATION_ATTRIBUTE, SELF, USER_ENTITY, MemoryType
 from .calls import MAX_HUNG_CALLS
-from .llm import LLMExtractor, default_model, make_extractor
+from .factory import default_model, make_extractor
+from .llm import LLMExtractor, SummaryFallback
 from .messages import message_text, render_messages, speaker
 from .offline import OfflineExtractor
 from .normalise import (
@@ -77,6 +80,7 @@ __all__ = [
     "OfflineExtractor",
     "Prompts",
     "StructuredMethod",
+    "SummaryFallback",
     "TurnExtraction",
     "default_model",
     "forget_methods",

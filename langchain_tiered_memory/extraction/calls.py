@@ -6,7 +6,7 @@ What keeps an abandoned call harmless:
 - **the provider's own timeout** — where the model's SDK takes a per-request ``timeout``
   (``ChatOpenAI`` and every OpenAI-compatible server behind it, ``ChatAnthropic``), the
   request is sent with it, so the abandoned call ends on its own soon after (after the SDK's
-  own retries, if the model was built with any; :func:`~langchain_tiered_memory.extraction.llm.default_model`
+  own retries, if the model was built with any; :func:`~langchain_tiered_memory.extraction.factory.default_model`
   builds it with none);
 - **a daemon thread per call** — never a ``ThreadPoolExecutor``, whose workers Python joins
   at exit (which is why extraction does not run through ``with_structured_output``'s

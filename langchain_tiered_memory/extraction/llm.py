@@ -15,8 +15,13 @@ unusable items recorded in the result's ``dropped``.
 Errors: a provider error or an answer of the wrong overall shape raises
 :class:`~langchain_tiered_memory.errors.ExtractionError` (``__cause__`` is the original), a
 call past ``timeout`` :class:`~langchain_tiered_memory.errors.ExtractionTimeoutError`; the
-job that called retries. The summary is never lost to the model: a missing one is folded in
-extractively, and a compression that fails falls back to the extractive cut.
+job that called retries. The summary is never lost to the model: with a ``fallback``
+(:class:`SummaryFallback`; :func:`~langchain_tiered_memory.extraction.make_extractor` hands
+in the offline package's extractive summaries) a missing one is folded in extractively and
+a compression that fails is cut extractively; without one, both raise
+:class:`~langchain_tiered_memory.errors.ExtractionError` and the job retries. This module
+does not import the offline package: the fallback is handed in, so the model path and the
+offline rules stay two boxes with no arrow between them.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -34,8 +39,6 @@ from pydantic import BaseModel
 
 from ..errors import ExtractionCutOffError, ExtractionError, ExtractionTimeoutError, InvalidInputError
 from ..fence import quote
-from ..llm.settings import DEFAULT_OPENAI_MODEL
-from .offline import OfflineExtractor, compress_extractive, extractive_summary
 from ..tokens import TiktokenCounter, TokenCounter
 from ..llm.usage import note_method
 from .calls import call_with_timeout, with_request_timeout
@@ -44,7 +47,7 @@ from .messages import render_messages
 from .parsing import check_size, read_message, strip_reasoning, validate_payload
 from .prompts import Prompts
 from .arguments import check_messages, check_names, check_summary, check_tokens
-from .schema import EpisodeExtraction, ExtractionMethod, Extractor, TurnExtraction
+from .schema import EpisodeExtraction, ExtractionMethod, TurnExtraction
 from .structured import (
     AUTO_METHODS,
     EPISODE_TOOL,
@@ -61,11 +64,9 @@ from .structured import (
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_TOKENS",
-    "DEFAULT_OPENAI_MODEL",
     "DEFAULT_TIMEOUT",
     "LLMExtractor",
-    "default_model",
-    "make_extractor",
+    "SummaryFallback",
 ]
 
 logger = logging.getLogger("langchain_tiered_memory")
@@ -80,6 +81,21 @@ MAX_KNOWN_ENTITIES = 200
 _M = TypeVar("_M", bound=BaseModel)
 _CODE_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)```", re.S)
 MethodChoice = Literal["auto", "json_schema", "function_calling", "json_mode", "text"]
+
+
+class SummaryFallback(Protocol):
+    """What :class:`LLMExtractor` falls back on when a model's answer leaves the running
+    summary unusable: the offline package's
+    :class:`~langchain_tiered_memory.extraction.offline.ExtractiveSummaries` (or the whole
+    :class:`~langchain_tiered_memory.extraction.offline.OfflineExtractor`) fits."""
+
+    def fold_summary(self, evicted: Sequence[BaseMessage], *, previous: str | None, max_tokens: int) -> str:
+        """``previous`` with ``evicted`` folded in, within ``max_tokens`` (no model call)."""
+        ...
+
+    def compress_summary(self, summary: str, max_tokens: int) -> str:
+        """``summary`` cut to at most ``max_tokens`` tokens (no model call)."""
+        ...
 
 
 def _known_block(names: Sequence[str]) -> str:
@@ -102,7 +118,9 @@ class LLMExtractor:
     ``timeout`` bounds each model call in seconds, and is sent to the provider as its
     request timeout where its SDK takes one. ``max_output_tokens`` caps each call's answer
     (``max_tokens``); ``None`` sizes the cap to each call's schema
-    (:func:`~langchain_tiered_memory.extraction.caps.answer_cap`).
+    (:func:`~langchain_tiered_memory.extraction.caps.answer_cap`). ``fallback`` folds and
+    cuts the summary when the model's answer cannot (see the module doc); build with
+    :func:`~langchain_tiered_memory.extraction.make_extractor` to get the extractive one.
     """
 
     offline = False
@@ -117,6 +135,7 @@ class LLMExtractor:
         method: MethodChoice = "auto",
         max_message_tokens: int = DEFAULT_MAX_MESSAGE_TOKENS,
         max_output_tokens: int | None = None,
+        fallback: SummaryFallback | None = None,
     ) -> None:
         if not isinstance(model, BaseChatModel):
             raise InvalidInputError(f"model must be a langchain BaseChatModel, got {type(model).__name__}")
@@ -136,7 +155,14 @@ class LLMExtractor:
             )
         if counter is not None and not isinstance(counter, TokenCounter):
             raise InvalidInputError(f"counter must be a TokenCounter, got {type(counter).__name__}")
+        if fallback is not None and not (
+            callable(getattr(fallback, "fold_summary", None)) and callable(getattr(fallback, "compress_summary", None))
+        ):
+            raise InvalidInputError(
+                f"fallback must have fold_summary and compress_summary (a SummaryFallback), got {type(fallback).__name__}"
+            )
         self.model = model
+        self.fallback = fallback
         self.prompts = prompts or Prompts()
         self.timeout = float(timeout)
         self.max_message_tokens = check_tokens(max_message_tokens, "max_message_tokens")
@@ -333,11 +359,17 @@ class LLMExtractor:
         if not gone:
             return result.model_copy(update={"summary": None}) if result.summary else result
         if not result.summary:
+            if self.fallback is None:
+                raise ExtractionError(
+                    f"turn extraction: {self.name} returned no summary although messages were evicted; "
+                    "the job retries (build the extractor with make_extractor, or pass fallback=, to "
+                    "fold them in extractively instead)"
+                )
             logger.warning(
                 "%s returned no summary although messages were evicted; folding them in extractively",
                 self.name,
             )
-            folded = extractive_summary(gone, previous=summary, max_tokens=budget, counter=self.counter)
+            folded = self.fallback.fold_summary(gone, previous=summary, max_tokens=budget)
             return result.model_copy(update={"summary": folded or summary})
         return result
 
@@ -389,57 +421,16 @@ class LLMExtractor:
         except ExtractionError as exc:
             reason = str(exc)
         if not text:
+            if self.fallback is None:
+                raise ExtractionError(
+                    f"summary compression by {self.name} failed ({reason}); the job retries (build the "
+                    "extractor with make_extractor, or pass fallback=, to cut it extractively instead)"
+                )
             logger.warning("summary compression by %s failed (%s); cutting the summary extractively", self.name, reason)
-            return compress_extractive(summary, budget, self.counter)
+            return self.fallback.compress_summary(summary, budget)
         if self.counter.count_text(text) > budget:
-            text = compress_extractive(text, budget, self.counter)
+            # Still over: cut by salience when there is a fallback, else at the budget.
+            if self.fallback is None:
+                return self.counter.truncate_text(text, budget)
+            text = self.fallback.compress_summary(text, budget)
         return text
-
-
-# --------------------------------------------------------------------------- defaults
-
-
-def default_model(*, timeout: float | None = None, max_retries: int = 0) -> BaseChatModel | None:
-    """The chat model the environment configures (:class:`~langchain_tiered_memory.llm_config.ModelSettings`),
-    or ``None``: ``ChatOpenAI`` on ``OPENAI_BASE_URL`` (any OpenAI-compatible server, e.g. a
-    local llama.cpp, Ollama or vLLM) with the model named by ``TIERED_MEMORY_MODEL``
-    (default ``gpt-4o-mini``), when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set.
-
-    ``timeout`` is the client's request timeout (default 60 s) and ``max_retries`` its own
-    retries (default none: extraction jobs retry with backoff).
-    """
-    from ..llm.settings import ModelSettings
-
-    try:
-        settings = ModelSettings.from_env(timeout=timeout or DEFAULT_TIMEOUT, max_retries=max_retries)
-        return None if settings is None else settings.chat_model()
-    except Exception as exc:
-        logger.warning("a model is configured but ChatOpenAI cannot be built (%s); working offline", exc)
-        return None
-
-
-def make_extractor(
-    model: BaseChatModel | Extractor | None = None,
-    *,
-    prompts: Prompts | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    counter: TokenCounter | None = None,
-    max_output_tokens: int | None = None,
-) -> Extractor:
-    """The extractor for ``model``: an :class:`LLMExtractor` over it, over
-    :func:`default_model` when it is ``None``, or the offline extractor when there is no
-    model at all. An :class:`Extractor` passed in is returned as is. ``max_output_tokens``
-    fixes every call's output cap (``None``: sized to each call's schema).
-    """
-    if model is not None and not isinstance(model, BaseChatModel):
-        if isinstance(model, Extractor):
-            return model
-        raise InvalidInputError(
-            f"model must be a langchain BaseChatModel, an Extractor or None, got {type(model).__name__}"
-        )
-    chosen = model if model is not None else default_model(timeout=timeout)
-    if chosen is None:
-        return OfflineExtractor(counter=counter)
-    return LLMExtractor(
-        chosen, prompts=prompts, timeout=timeout, counter=counter, max_output_tokens=max_output_tokens
-    )

@@ -41,6 +41,7 @@ from langgraph.store.base import (
 
 from ..entries import MAX_K, MemoryEntry, check_query
 from ..errors import InvalidInputError, NotFoundError
+from ..layers.items import item_texts
 from ..storage.rows import StoreRow
 from ..vocabulary import MEMORY_TYPES
 from .store_ops import (
@@ -159,7 +160,7 @@ class TieredMemoryStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete the generic items whose TTL has run out; returns how many."""
-        return self.memory.items.sweep()
+        return self.memory.items.expire()
 
     def _check(self, op: Any) -> None:
         check_op(op)
@@ -196,7 +197,7 @@ class TieredMemoryStore(BaseStore):
                 entry = self.memory.memories.get(user, key)
             except NotFoundError:
                 return None
-            if not self.memory.items.by_memory([entry.id]):
+            if not self.memory.items.addresses.of([entry.id]):
                 return entry, None
         return None
 
@@ -239,7 +240,7 @@ class TieredMemoryStore(BaseStore):
         ranked: list[tuple[Item, float | None]]
         if op.query:
             hits = self.memory.memories.search(user, op.query, k=min(MAX_K, max(end * 3, 10)))
-            addresses = self.memory.items.by_memory([h.entry.id for h in hits])
+            addresses = self.memory.items.addresses.of([h.entry.id for h in hits])
             ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score) for h in hits]
         else:
             ranked = [(item, None) for item in self._listing(user, prefix)]
@@ -264,7 +265,7 @@ class TieredMemoryStore(BaseStore):
             if entry is not None:
                 groups.setdefault(row.namespace, []).append((row.created_at, _memory_item(entry, row)))
         if len(prefix) == 2 and entries:
-            addressed = self.memory.items.by_memory(list(entries))
+            addressed = self.memory.items.addresses.of(list(entries))
             loose = [e for e in entries.values() if e.id not in addressed]
             if loose:
                 group = groups.setdefault(prefix, [])
@@ -282,7 +283,7 @@ class TieredMemoryStore(BaseStore):
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = set(self.memory.items.namespaces())
-        namespaces.update((MEMORIES, user) for user in self.memory.items.loose_memory_users())
+        namespaces.update((MEMORIES, user) for user in self.memory.items.addresses.users_without())
         found = [ns for ns in namespaces if all(does_match(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             found = list({ns[: op.max_depth] for ns in found})
@@ -301,7 +302,7 @@ class TieredMemoryStore(BaseStore):
         if not generic:
             return
         texts = {
-            id(op): self.memory.items.texts(op.value, op.index or self._fields)
+            id(op): item_texts(op.value, op.index or self._fields)
             if op.value is not None and op.index is not False else {}
             for op in generic
         }
@@ -317,7 +318,7 @@ class TieredMemoryStore(BaseStore):
             embedded = {path: vectors[text] for path, text in texts[id(op)].items()}
             self.memory.items.put(tuple(op.namespace), op.key, dict(op.value), vectors=embedded or None,
                                   ttl_minutes=ttl)
-        self.memory.items.sweep()
+        self.memory.items.expire()
 
     def _put_memory(self, user: str, sub: tuple[str, ...], op: PutOp) -> None:
         namespace = tuple(op.namespace)
@@ -334,7 +335,7 @@ class TieredMemoryStore(BaseStore):
         text = value.get("content")
         if not isinstance(text, str) or not text.strip():
             fields = op.index if isinstance(op.index, list) else self._fields
-            text = "\n".join(t for t in self.memory.items.texts(value, fields).values() if t.strip())
+            text = "\n".join(t for t in item_texts(value, fields).values() if t.strip())
             text = text or json.dumps(value, sort_keys=True, ensure_ascii=False)
         kind = value.get("memory_type", value.get("kind"))
         kind = kind if kind in MEMORY_TYPES else None
@@ -345,7 +346,7 @@ class TieredMemoryStore(BaseStore):
             entry = found[0]
             # Unless the value says otherwise, an overwrite keeps what the memory had.
             self.memory.memories.update(user, entry.id, content=text, memory_type=kind, importance=importance)
-            self.memory.items.put(namespace, op.key, value, memory_id=entry.id)
+            self.memory.items.addresses.put(namespace, op.key, value, memory_id=entry.id)
             return
         ids = _memory_ids(user, sub, op.key)
         for i, memory_id in enumerate(ids):
@@ -359,7 +360,7 @@ class TieredMemoryStore(BaseStore):
                 if i == len(ids) - 1:
                     raise
                 continue
-            self.memory.items.put(namespace, op.key, value, memory_id=made)
+            self.memory.items.addresses.put(namespace, op.key, value, memory_id=made)
             return
 
     # --- helpers ------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from ..entries import check_id
 from ..errors import InvalidInputError, NotFoundError
 from ..layers.entities import name_key
+from ..storage.message_format import read_message
 from ..storage.rows import MemoryRow
 from ..storage.store_items import names_user
 from .legacy import memory_record, prepare_import
@@ -391,10 +392,8 @@ def _validate(kind: str, obj: dict[str, Any], user_id: str, source: str, number:
 
 
 def _check_message(record: dict[str, Any], source: str, number: int) -> None:
-    from langchain_core.messages import messages_from_dict
-
     try:
-        message = messages_from_dict([record["message"]])[0]
+        message = read_message(record["message"])
     except Exception as exc:  # langchain raises KeyError/ValueError/ValidationError alike
         raise _error(source, number, f"bad message: not a LangChain message dict ({exc})") from None
     if message.id != record["message_id"]:

@@ -10,7 +10,6 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends.bm25 import content_words
 from .dates import tells_current
 from ..text.sentences import only_asks
-from ..storage.message_format import said
+from ..storage.message_format import decode, said
 from ..storage.rows import Unit
 from ..storage.units import unit_id
 
@@ -71,7 +70,7 @@ def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:
     """The lines of a unit's messages, ``(seq, message_id, created_at, data[, tokens])`` each."""
     out = []
     for seq, message_id, created, data, *rest in rows:
-        who, text = said(json.loads(data))
+        who, text = said(decode(data))
         tokens = rest[0] if rest else None
         out.append(Line(message_id, seq, datetime.fromisoformat(created), who, text, tokens))
     return out

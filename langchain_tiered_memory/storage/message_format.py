@@ -2,12 +2,14 @@
 
 The one home of it. A message is stored as the JSON text of ``message_to_dict`` (its type
 and its fields), with an id; every write checks that the text reads back as a message
-(:func:`encode`), and reading never fails for a message that no longer validates
+(:func:`encode`), the stored text reads back as that dict (:func:`decode`), and reading never fails for a message that no longer validates
 (:func:`read_messages`). :func:`said` reads who said a stored message and what, without
 building the message object when it is plain text (quoting evidence reads many).
 
-Used by the turn (writes and reads the log), the dialogue units and the extraction prompts
-(who said what), and import (messages of an export are encoded again).
+Used by the turn (writes the log), the window and the thread repository (read it), the
+dialogue units and the extraction prompts (who said what), export (the stored dict) and
+import (an export's messages are read, checked and encoded again). No other module turns
+a message into stored text or back.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..errors import InvalidMessageError
 __all__ = [
     "MAX_MESSAGE_ID",
     "brief_error",
+    "decode",
     "encode",
     "message_text",
     "named",
@@ -101,6 +104,13 @@ def encode(message: BaseMessage) -> tuple[BaseMessage, str]:
 
 
 # --- reading --------------------------------------------------------------------------------
+
+
+def decode(text: str) -> dict[str, Any]:
+    """The stored text of a message (what :func:`encode` wrote) as its ``message_to_dict``
+    form, which :func:`read_messages`, :func:`said` and :func:`named` read."""
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def read_message(stored: dict[str, Any]) -> BaseMessage:

@@ -13,6 +13,7 @@ from .database import Database, Tx
 from .entities import entity_rows, refresh_search_text
 from .episodes import EPISODE_COLUMNS, episode_row, insert_episodes
 from .jobs import enqueue
+from .message_format import decode
 from .memories import MEMORY_COLUMNS, aliases_of, insert_memories, memory_row
 from .rows import EpisodeRow, MemoryRow
 from .store_items import insert_items, names_user, ns_path
@@ -158,7 +159,7 @@ def _export(tx: Tx, user_id: str) -> dict[str, list[dict[str, Any]]]:
     }
     out["messages"] = [
         {"thread_id": names[key], "seq": seq, "message_id": mid, "created_at": created,
-         "message": json.loads(data)}
+         "message": decode(data)}
         for key, seq, mid, created, data in tx.all(
             "SELECT thread_key, seq, message_id, created_at, data FROM messages "
             "WHERE user_id = ? ORDER BY thread_key, seq",

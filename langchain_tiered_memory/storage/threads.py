@@ -7,13 +7,13 @@ explicitly forgotten (``forgetting.py``).
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ThreadOwnershipError
 from .database import Database, Tx, chunks
 from .jobs import enqueue
+from .message_format import decode
 from .rows import AppendResult, IndexRow, NewMessage, ThreadRow
 from .units import add_units, speaker_of
 
@@ -168,7 +168,7 @@ class Threads:
                 "SELECT seq, data FROM messages WHERE thread_key = ? AND seq BETWEEN ? AND ?",
                 (thread_key, first_seq, last_seq),
             )
-        return {seq: json.loads(data) for seq, data in rows}
+        return {seq: decode(data) for seq, data in rows}
 
     def data_at(self, thread_key: int, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
         """The serialised messages at the given seqs, by seq."""
@@ -179,7 +179,7 @@ class Threads:
                     f"SELECT seq, data FROM messages WHERE thread_key = ? AND seq IN {tx.in_list(chunk)}",
                     (thread_key, *chunk),
                 ):
-                    out[seq] = json.loads(data)
+                    out[seq] = decode(data)
         return out
 
     def message_ids(self, thread_key: int, first_seq: int, last_seq: int) -> list[str]:

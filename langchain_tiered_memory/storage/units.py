@@ -12,14 +12,13 @@ last message is stored.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .database import Database, Tx, chunks
 from .marks import Indexed
-from .message_format import named
+from .message_format import decode, named
 
 #: Messages per window unit, and the step between windows.
 WINDOW = 4
@@ -59,7 +58,7 @@ def speaker_of(kind: str, data: str) -> str | None:
     """Who said a stored message: its ``name`` (a named speaker), else ``user``/``assistant``."""
     if kind not in SPOKEN:
         return None
-    return named(json.loads(data)) or ("user" if kind == "human" else "assistant")
+    return named(decode(data)) or ("user" if kind == "human" else "assistant")
 
 
 def add_units(tx: Tx, user_id: str, thread_key: int, stored: Sequence[tuple[int, str, str, str | None]]) -> int:

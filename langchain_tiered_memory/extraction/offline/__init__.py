@@ -42,14 +42,15 @@ or digits → product, nationalities and languages → topic, else other).
 
 Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
 :mod:`.patterns` and :mod:`.rules` (the table above), :mod:`.summary` (extractive summaries
-and episodes), :mod:`.extractor` (:class:`OfflineExtractor`). Nothing here imports the LLM
-extractor: only :mod:`~langchain_tiered_memory.extraction.schema` and its message helpers.
+and episodes), :mod:`.extractor` (:class:`OfflineExtractor`, and :class:`ExtractiveSummaries`, the
+fallback :func:`~langchain_tiered_memory.extraction.make_extractor` hands the LLM extractor).
+Nothing here imports the LLM extractor: only :mod:`~langchain_tiered_memory.extraction.schema` and its message helpers.
 """
 
 from __future__ import annotations
 
 from .entities import proper_spans
-from .extractor import OfflineExtractor
+from .extractor import ExtractiveSummaries, OfflineExtractor
 from .rules import IMPORTANCE, extract_rules
 from .summary import EPISODE_SUMMARY_TOKENS, compress_extractive, extractive_episode, extractive_summary
 from .text import split_sentences, third_person_verb, to_third_person
@@ -57,6 +58,7 @@ from .text import split_sentences, third_person_verb, to_third_person
 __all__ = [
     "EPISODE_SUMMARY_TOKENS",
     "IMPORTANCE",
+    "ExtractiveSummaries",
     "OfflineExtractor",
     "compress_extractive",
     "extract_rules",

@@ -15,7 +15,7 @@ from ...tokens import TiktokenCounter, TokenCounter
 from .rules import extract_rules
 from .summary import compress_extractive, extractive_episode, extractive_summary
 
-__all__ = ["OfflineExtractor"]
+__all__ = ["ExtractiveSummaries", "OfflineExtractor"]
 
 logger = logging.getLogger("langchain_tiered_memory")
 
@@ -38,7 +38,37 @@ def _notice_once() -> None:
     )
 
 
-class OfflineExtractor:
+class ExtractiveSummaries:
+    """Summaries without a model: the fallback the LLM extractor is handed (its
+    ``SummaryFallback``) for when a model's answer leaves the summary unusable.
+
+    Unlike :class:`OfflineExtractor` it does not announce offline mode: a model is there.
+    """
+
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise InvalidInputError(f"counter must be a TokenCounter, got {type(counter).__name__}")
+        self._counter = counter
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter (tiktoken ``cl100k_base`` unless one was given)."""
+        if self._counter is None:
+            self._counter = TiktokenCounter()
+        return self._counter
+
+    def fold_summary(self, evicted: Sequence[BaseMessage], *, previous: str | None, max_tokens: int) -> str:
+        """``previous`` with the salient sentences of ``evicted`` folded in, within ``max_tokens``."""
+        return extractive_summary(evicted, previous=previous, max_tokens=max_tokens, counter=self.counter)
+
+    def compress_summary(self, summary: str, max_tokens: int) -> str:
+        """``summary`` cut to its most salient lines within ``max_tokens``."""
+        if not isinstance(summary, str):
+            raise InvalidInputError(f"summary must be a str, got {type(summary).__name__}")
+        return compress_extractive(summary, max_tokens, self.counter)
+
+
+class OfflineExtractor(ExtractiveSummaries):
     """The :class:`~langchain_tiered_memory.extraction.Extractor` without a model.
 
     Deterministic English rules for entities and memories and extractive summaries (see
@@ -49,17 +79,8 @@ class OfflineExtractor:
     name = "offline-rules:1"
 
     def __init__(self, *, counter: TokenCounter | None = None) -> None:
-        if counter is not None and not isinstance(counter, TokenCounter):
-            raise InvalidInputError(f"counter must be a TokenCounter, got {type(counter).__name__}")
-        self._counter = counter
+        super().__init__(counter=counter)
         _notice_once()
-
-    @property
-    def counter(self) -> TokenCounter:
-        """The token counter (tiktoken ``cl100k_base`` unless one was given)."""
-        if self._counter is None:
-            self._counter = TiktokenCounter()
-        return self._counter
 
     def extract_turn(
         self,
@@ -78,7 +99,7 @@ class OfflineExtractor:
         budget = check_tokens(summary_max_tokens, "summary_max_tokens")
         result = extract_rules(turn, known)
         if gone:
-            folded = extractive_summary(gone, previous=summary, max_tokens=budget, counter=self.counter)
+            folded = self.fold_summary(gone, previous=summary, max_tokens=budget)
             result = result.model_copy(update={"summary": folded or None})
         return result
 
@@ -88,11 +109,3 @@ class OfflineExtractor:
         if not turn:
             raise InvalidInputError("extract_episode needs at least one message")
         return extractive_episode(turn, self.counter)
-
-    def compress_summary(self, summary: str, max_tokens: int) -> str:
-        """``summary`` cut to its most salient lines within ``max_tokens``."""
-        if not isinstance(summary, str):
-            raise InvalidInputError(f"summary must be a str, got {type(summary).__name__}")
-        return compress_extractive(summary, max_tokens, self.counter)
-
-
