@@ -8,6 +8,7 @@ a replay after a crash finds its memories already stored under the same ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .database import Database, Tx
@@ -23,11 +24,21 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
     A memory with a ``subject`` (a normalised "who/what + attribute" key, e.g. ``"user
     home city"``) supersedes the user's current memories of that subject stated before it:
     they get ``valid_to`` = its ``valid_from`` and ``superseded_by`` = its id, and stay for
-    history. One stated after it (an import of older history) closes it instead. Returns the
-    ids closed (their index points must be rewritten: default recall leaves them out).
+    history. One stated after it (an import of older history) closes it instead. A memory
+    that ``replaces`` a thing ("switched from coffee to tea") closes the user's current
+    memories that name it, stated before it. Returns the ids closed (their index points must be rewritten: default recall leaves them out).
     """
     closed: list[str] = []
     for row in rows:
+        if row.replaces:
+            named = _naming(tx, row, row.replaces)
+            if named:
+                tx.execute(
+                    f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
+                    f"WHERE id IN {tx.in_list(named)}",
+                    (row.valid_from, row.id, *named),
+                )
+                closed += named
         if not row.subject:
             continue
         current = tx.all(
@@ -52,6 +63,22 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
             )
             closed.append(row.id)
     return closed
+
+
+def _naming(tx: Tx, row: MemoryRow, thing: str) -> list[str]:
+    """The user's current memories, stated before ``row``, that name ``thing`` as a whole
+    word ("switched from coffee to tea" closes "The user's favourite drink is coffee.", not
+    "The user roasts coffeeberries")."""
+    key = thing.casefold()
+    sql = ("SELECT id, content FROM memories WHERE user_id = ? AND valid_to IS NULL AND id != ? "
+           "AND valid_from <= ?")
+    args: list[object] = [row.user_id, row.id, row.valid_from]
+    if key.isascii():
+        # A prefilter the database can run; lower() folds ASCII only, so only for ASCII.
+        sql += " AND lower(content) LIKE ? ESCAPE '!'"
+        args.append("%" + key.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
+    word = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)")
+    return [mid for mid, content in tx.all(sql, args) if word.search(content.casefold())]
 
 
 class Results:
