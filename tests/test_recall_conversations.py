@@ -137,6 +137,11 @@ def test_switching_closes_the_memories_that_name_the_old_thing(memory, before, a
     assert not any(old in f for f in found)  # closed: kept for history, out of default search
     closed = [m for m in memory.memories.list("u") if m.valid_to is not None]
     assert [m.content for m in closed if old in m.content] and all(m.superseded_by for m in closed)
+    thing = old.split(" is ")[1]
+    profile = memory.entities.get("u", "user")  # the profile says it is past, as "no longer" does
+    assert profile is not None
+    [(key, value)] = [(k, v) for k, v in profile.attributes.items() if thing in v]
+    assert value == f"formerly {thing}" and profile.history[key][0].superseded_at is not None
 
 
 def test_switching_closes_only_whole_word_mentions(memory):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .database import Database, Tx
 from .entities import upsert_entity
 from .jobs import finish, holds_lease
@@ -39,6 +40,7 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
                     (row.valid_from, row.id, *named),
                 )
                 closed += named
+            _past_in_profile(tx, row, row.replaces)
         if not row.subject:
             continue
         current = tx.all(
@@ -77,8 +79,34 @@ def _naming(tx: Tx, row: MemoryRow, thing: str) -> list[str]:
         # A prefilter the database can run; lower() folds ASCII only, so only for ASCII.
         sql += " AND lower(content) LIKE ? ESCAPE '!'"
         args.append("%" + key.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
-    word = re.compile(rf"(?<!\w){re.escape(key)}(?!\w)")
+    word = _word(thing)
     return [mid for mid, content in tx.all(sql, args) if word.search(content.casefold())]
+
+
+def _past_in_profile(tx: Tx, row: MemoryRow, thing: str) -> None:
+    """The user's own profile attributes that name ``thing`` become "formerly …", as "I no
+    longer …" makes them (the old value stays in the attribute's history)."""
+    word = _word(thing)
+    profiles = tx.all(
+        "SELECT DISTINCT e.id, e.name, e.name_key, e.type FROM entities e LEFT JOIN entity_attributes a "
+        "ON a.entity_id = e.id AND a.key = ? AND a.superseded_at IS NULL "
+        "WHERE e.user_id = ? AND (e.name_key = ? OR a.value = ?)",
+        (RELATION_ATTRIBUTE, row.user_id, USER_ENTITY, SELF),
+    )
+    for entity_id, name, key, kind in profiles:
+        current = tx.all(
+            "SELECT key, value FROM entity_attributes WHERE entity_id = ? AND superseded_at IS NULL", (entity_id,)
+        )
+        past = {k: f"formerly {v}" for k, v in current
+                if k != RELATION_ATTRIBUTE and word.search(v.casefold()) and not v.startswith("formerly ")}
+        if past:
+            source = row.source_messages[0] if row.source_messages else None
+            upsert_entity(tx, row.user_id, row.session_id or "", EntityUpdate(name, key, kind, past, source),
+                          row.created_at)
+
+
+def _word(thing: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(thing.casefold())}(?!\w)")
 
 
 class Results:
