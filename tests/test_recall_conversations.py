@@ -120,3 +120,47 @@ def test_update_phrasings_supersede_in_search_and_in_the_profile(memory, before,
     values = [v.value for v in profile.history[attribute]]
     assert len(values) == 2 and profile.history[attribute][0].superseded_at is not None
     assert (new if attribute == "location" else "formerly") in profile.attributes[attribute]
+
+
+@pytest.mark.parametrize("before, after, question, new, old", [
+    ("My favourite drink is coffee.", "I've switched from coffee to green tea.",
+     "what does the user drink?", "green tea", "favourite drink is coffee"),
+    ("My favourite café is Brûlerie Émile.", "I switched from Brûlerie Émile to the bakery downstairs.",
+     "which café does the user go to?", "bakery", "favourite café is Brûlerie Émile"),
+])
+def test_switching_closes_the_memories_that_name_the_old_thing(memory, before, after, question, new, old):
+    memory.after_turn("u", "t1", [HumanMessage(before), AIMessage("Noted.")], at=T0)
+    memory.after_turn("u", "t2", [HumanMessage(after), AIMessage("Noted.")], at=T0 + timedelta(days=40))
+    memory.flush()
+    found = [h.entry.content for h in memory.memories.search("u", question, k=5)]
+    assert found and new in found[0]
+    assert not any(old in f for f in found)  # closed: kept for history, out of default search
+    closed = [m for m in memory.memories.list("u") if m.valid_to is not None]
+    assert [m.content for m in closed if old in m.content] and all(m.superseded_by for m in closed)
+    thing = old.split(" is ")[1]
+    profile = memory.entities.get("u", "user")  # the profile says it is past, as "no longer" does
+    assert profile is not None
+    [(key, value)] = [(k, v) for k, v in profile.attributes.items() if thing in v]
+    assert value == f"formerly {thing}" and profile.history[key][0].superseded_at is not None
+
+
+def test_switching_closes_only_whole_word_mentions(memory):
+    memory.memories.remember("u", "The user roasts coffeeberries at home.")
+    memory.memories.remember("u", "The user's favourite drink is coffee.")
+    memory.after_turn("u", "t1", [HumanMessage("I switched from coffee to tea."), AIMessage("Noted.")],
+                      at=datetime.now(timezone.utc) + timedelta(days=1))
+    memory.flush()
+    current = {m.content for m in memory.memories.list("u") if m.valid_to is None}
+    assert "The user roasts coffeeberries at home." in current
+    assert "The user's favourite drink is coffee." not in current
+
+
+def test_remember_many_takes_what_a_memory_replaces(memory):
+    memory.memories.remember("u", "The user's phone is an Android.")
+    with pytest.raises(Exception, match="replaces must be"):
+        memory.memories.remember_many("u", [{"content": "The user has an iPhone.", "replaces": 3}])
+    later = (datetime.now(timezone.utc) + timedelta(days=1))
+    memory.memories.remember_many("u", [{"content": "The user has an iPhone.", "replaces": "android",
+                                         "valid_from": later}])
+    current = {m.content for m in memory.memories.list("u") if m.valid_to is None}
+    assert current == {"The user has an iPhone."}

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from datetime import datetime, timezone
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -13,6 +14,7 @@ from langchain_tiered_memory import (
     CorruptDatabaseError,
     DataDirError,
     ForeignDatabaseError,
+    MemoryConfig,
     SchemaVersionError,
     StorageError,
     TieredMemory,
@@ -204,3 +206,18 @@ def test_two_threads_and_two_processes_append_to_one_file(data_dir):
         assert ctx.window[-1].id == log[-1].id
     with TieredMemory(data_dir) as m2:
         assert len(m2.threads.messages("u", "shared")) == 4 * n + 1
+
+
+def test_switching_closes_memories_and_profile_values_on_each_backend(make_memory):
+    """The SQL of "I switched from X to Y" (a LIKE prefilter, the user's profile found by its
+    name or its relation) on SQLite and on PostgreSQL."""
+    with make_memory(MemoryConfig(job_mode="inline")) as memory:
+        memory.after_turn("u", "t1", [HumanMessage("My favourite drink is coffee_50%."), AIMessage("Noted.")],
+                          at=datetime(2024, 1, 1, tzinfo=timezone.utc))
+        memory.after_turn("u", "t2", [HumanMessage("I switched from coffee_50% to tea."), AIMessage("Noted.")],
+                          at=datetime(2024, 2, 1, tzinfo=timezone.utc))
+        memory.flush()
+        closed = [m.content for m in memory.memories.list("u") if m.valid_to is not None]
+        assert closed == ["The user's favourite drink is coffee_50%."]
+        profile = memory.entities.get("u", "user")
+        assert profile is not None and "formerly coffee_50%" in profile.attributes.values()

@@ -186,6 +186,10 @@ class ExtractedMemory(BaseModel):
             "subject replaces it. null otherwise."
         ),
     )
+    replaces: str | None = Field(default=None, description=(
+        "Only when the user has given something up for what this states ('I switched from coffee "
+        "to tea', 'I traded my Honda for a bike'): the old thing in one to three words, e.g. "
+        "'coffee', 'Honda'. The user's memories that name it are closed. null otherwise."))
 
     @field_validator("subject", mode="before")
     @classmethod
@@ -193,6 +197,11 @@ class ExtractedMemory(BaseModel):
         text = _text_or_none(value)
         key = " ".join(text.casefold().replace("_", " ").split()) if text else ""
         return key[:200] or None
+
+    @field_validator("replaces", mode="before")
+    @classmethod
+    def _replaces(cls, value: Any) -> str | None:
+        return " ".join((_text_or_none(value) or "").split())[:200] or None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -280,6 +289,7 @@ def _memory(item: Any, counter: TokenCounter | None) -> ExtractedMemory:
                 "memory_type": item.get("memory_type", item.get("type")),
                 "importance": item.get("importance"),
                 "subject": item.get("subject", item.get("key")),
+                "replaces": item.get("replaces"),
             }
         )
     # A token is at least one character: only long contents can be over the token limit.

@@ -104,6 +104,7 @@ class JobHandlers:
                 updated_at=self._clock().isoformat(), last_accessed=self._clock().isoformat(),
                 access_count=0, boost=0.0, merged_from=[], valid_from=said,
                 subject=getattr(m, "subject", None) or None,
+                replaces=getattr(m, "replaces", None) or None,
             )
             for i, m in enumerate(extraction.memories)
             if m.importance >= self.config.importance_threshold

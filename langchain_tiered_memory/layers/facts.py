@@ -31,21 +31,8 @@ from typing import TYPE_CHECKING, Any
 from .. import scoring
 from ..config import MemoryConfig
 from ..entries import (
-    MAX_CONTENT_CHARS,
-    MAX_CONTENT_TOKENS,
-    MemoryEntry,
-    MemoryHit,
-    as_list,
-    check_content,
-    check_importance,
-    check_k,
-    check_memory_id,
-    check_metadata,
-    check_query,
-    check_session,
-    check_time,
-    check_type,
-    check_types,
+    MAX_CONTENT_CHARS, MAX_CONTENT_TOKENS, MemoryEntry, MemoryHit, as_list, check_content, check_importance,
+    check_k, check_memory_id, check_metadata, check_query, check_session, check_time, check_type, check_types,
     check_user,
 )
 from ..errors import InvalidInputError, NotFoundError
@@ -142,7 +129,9 @@ class FactLayer:
         Each item is a mapping (or an object with those attributes) with ``content`` and
         optionally ``memory_type``, ``importance``, ``metadata``, ``session_id``,
         ``memory_id`` (a UUID: storing it again changes nothing), ``source_message_ids``,
-        ``valid_from`` and ``subject``. Every item is validated before anything is written.
+        ``valid_from``, ``subject`` and ``replaces`` (what the user gave up for it: their
+        current memories that name it close). Every item is validated before anything is
+        written.
         ``merge=False`` keeps them apart from near-duplicates (a LangGraph store put is one
         exact item).
         """
@@ -189,6 +178,9 @@ class FactLayer:
             subject = field("subject")
             if subject is not None and (not isinstance(subject, str) or not subject.strip()):
                 raise InvalidInputError("subject must be None or a non-empty str")
+            replaces = field("replaces")
+            if replaces is not None and (not isinstance(replaces, str) or not replaces.strip()):
+                raise InvalidInputError("replaces must be None or a non-empty str")
             if memory_id is not None:
                 memory_id = check_memory_id(memory_id)
                 self._resolve(user_id, memory_id)  # another user's id is refused here
@@ -210,6 +202,7 @@ class FactLayer:
                 valid_from=valid_from.astimezone(timezone.utc).isoformat(),
                 subject=subject,
                 mergeable=merge,
+                replaces=replaces.strip() if replaces else None,
             )
         except InvalidInputError as exc:
             if index is None:

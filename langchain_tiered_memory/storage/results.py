@@ -8,8 +8,10 @@ a replay after a crash finds its memories already stored under the same ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from ..vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .database import Database, Tx
 from .entities import upsert_entity
 from .jobs import finish, holds_lease
@@ -23,11 +25,22 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
     A memory with a ``subject`` (a normalised "who/what + attribute" key, e.g. ``"user
     home city"``) supersedes the user's current memories of that subject stated before it:
     they get ``valid_to`` = its ``valid_from`` and ``superseded_by`` = its id, and stay for
-    history. One stated after it (an import of older history) closes it instead. Returns the
-    ids closed (their index points must be rewritten: default recall leaves them out).
+    history. One stated after it (an import of older history) closes it instead. A memory
+    that ``replaces`` a thing ("switched from coffee to tea") closes the user's current
+    memories that name it, stated before it. Returns the ids closed (their index points must be rewritten: default recall leaves them out).
     """
     closed: list[str] = []
     for row in rows:
+        if row.replaces:
+            named = _naming(tx, row, row.replaces)
+            if named:
+                tx.execute(
+                    f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
+                    f"WHERE id IN {tx.in_list(named)}",
+                    (row.valid_from, row.id, *named),
+                )
+                closed += named
+            _past_in_profile(tx, row, row.replaces)
         if not row.subject:
             continue
         current = tx.all(
@@ -52,6 +65,48 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
             )
             closed.append(row.id)
     return closed
+
+
+def _naming(tx: Tx, row: MemoryRow, thing: str) -> list[str]:
+    """The user's current memories, stated before ``row``, that name ``thing`` as a whole
+    word ("switched from coffee to tea" closes "The user's favourite drink is coffee.", not
+    "The user roasts coffeeberries")."""
+    key = thing.casefold()
+    sql = ("SELECT id, content FROM memories WHERE user_id = ? AND valid_to IS NULL AND id != ? "
+           "AND valid_from <= ?")
+    args: list[object] = [row.user_id, row.id, row.valid_from]
+    if key.isascii():
+        # A prefilter the database can run; lower() folds ASCII only, so only for ASCII.
+        sql += " AND lower(content) LIKE ? ESCAPE '!'"
+        args.append("%" + key.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
+    word = _word(thing)
+    return [mid for mid, content in tx.all(sql, args) if word.search(content.casefold())]
+
+
+def _past_in_profile(tx: Tx, row: MemoryRow, thing: str) -> None:
+    """The user's own profile attributes that name ``thing`` become "formerly …", as "I no
+    longer …" makes them (the old value stays in the attribute's history)."""
+    word = _word(thing)
+    profiles = tx.all(
+        "SELECT DISTINCT e.id, e.name, e.name_key, e.type FROM entities e LEFT JOIN entity_attributes a "
+        "ON a.entity_id = e.id AND a.key = ? AND a.superseded_at IS NULL "
+        "WHERE e.user_id = ? AND (e.name_key = ? OR a.value = ?)",
+        (RELATION_ATTRIBUTE, row.user_id, USER_ENTITY, SELF),
+    )
+    for entity_id, name, key, kind in profiles:
+        current = tx.all(
+            "SELECT key, value FROM entity_attributes WHERE entity_id = ? AND superseded_at IS NULL", (entity_id,)
+        )
+        past = {k: f"formerly {v}" for k, v in current
+                if k != RELATION_ATTRIBUTE and word.search(v.casefold()) and not v.startswith("formerly ")}
+        if past:
+            source = row.source_messages[0] if row.source_messages else None
+            upsert_entity(tx, row.user_id, row.session_id or "", EntityUpdate(name, key, kind, past, source),
+                          row.created_at)
+
+
+def _word(thing: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(thing.casefold())}(?!\w)")
 
 
 class Results:

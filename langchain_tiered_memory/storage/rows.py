@@ -200,6 +200,9 @@ class MemoryRow:
     mergeable: bool = True
     #: Its point in the recall index: 0 never written, 1 written, 2 to be rewritten.
     indexed: int = 0
+    #: What the user gave up for it ("coffee" in "I switched from coffee to tea"): not a
+    #: column, read once when the row is committed (the memories that name it close).
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,7 @@ class _Found:
     user_name: str | None = None
     user_attrs: dict[str, str] = field(default_factory=dict)
     entities: dict[str, tuple[str, str, dict[str, str]]] = field(default_factory=dict)
-    memories: list[tuple[str, str, float, str | None]] = field(default_factory=list)
+    memories: list[tuple[str, str, float, str | None, str | None]] = field(default_factory=list)
 
     def entity(self, name: str, type_: str, **attrs: str) -> None:
         key = name.casefold()
@@ -128,10 +128,12 @@ class _Found:
         else:
             self.entities[key] = (name, type_, dict(attrs))
 
-    def memory(self, content: str, memory_type: str, kind: str, subject: str | None = None) -> None:
+    def memory(
+        self, content: str, memory_type: str, kind: str, subject: str | None = None, replaces: str | None = None
+    ) -> None:
         statement = as_statement(content)
         if statement:
-            self.memories.append((statement, memory_type, IMPORTANCE[kind], subject))
+            self.memories.append((statement, memory_type, IMPORTANCE[kind], subject, replaces))
 
     def add_attr(self, key: str, value: str, *, join: bool = False) -> None:
         old = self.user_attrs.get(key)
@@ -198,7 +200,7 @@ class _Rules:
         probe.clause("I " + what)
         said = to_third_person("I " + what)
         content = "The user no longer " + said[len("the user "):] if said.startswith("the user ") else None
-        for _, memory_type, _, subject in probe.found.memories:
+        for _, memory_type, _, subject, _ in probe.found.memories:
             if subject and content:
                 mem(content, memory_type, "self", subject)
         for key, value in probe.found.user_attrs.items():
@@ -406,8 +408,10 @@ class _Rules:
             mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
         m = R_SWITCHED.search(clause)
         if m and (new := thing_phrase(m.group("new"))):
+            # "switched from X to Y": what named X is past (the memories that name it close).
+            was = thing_phrase(m.group("old")) if m.group("old") else None
             old = f" from {third_person_object(m.group('old').strip())}" if m.group("old") else ""
-            mem(f"The user switched{old} to {third_person_object(new)}", "preference", "preference")
+            mem(f"The user switched{old} to {third_person_object(new)}", "preference", "preference", None, was)
             return
         m = R_REPLACES.search(clause)
         if m and (new := thing_phrase(m.group("new"))):
@@ -475,8 +479,9 @@ def extract_rules(
         taken.add(key)
 
     memories = [
-        {"content": content, "memory_type": memory_type, "importance": importance, "subject": subject}
-        for content, memory_type, importance, subject in found.memories
+        {"content": content, "memory_type": memory_type, "importance": importance, "subject": subject,
+         "replaces": replaces}
+        for content, memory_type, importance, subject, replaces in found.memories
     ]
     return TurnExtraction.model_validate({"entities": entities, "memories": memories, "method": "rules"})
 
