@@ -400,7 +400,7 @@ def test_the_serve_command_serves_until_ctrl_c(prepared, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "langchain_tiered_memory.cli", "--data-dir", str(path), "serve", "--port", "0",
          "--max-tokens", "600", "--output-reserve", "100", "--system-reserve", "60"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_as_from_a_terminal,
     )
     try:
         line = proc.stdout.readline()
@@ -415,3 +415,13 @@ def test_the_serve_command_serves_until_ctrl_c(prepared, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _as_from_a_terminal() -> None:
+    """Start the child with Ctrl-C as a shell gives it: SIGINT handled by default and not
+    blocked. A test process may have either changed by then (a library's thread mask, a
+    handler), and a child inherits both: Ctrl-C then never reached it in full-suite runs."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
