@@ -504,7 +504,8 @@ def _wait_reading_stdin(pid: int, timeout: float = 60.0) -> None:
                     reason="needs Linux's /proc/PID/syscall to see the chat wait on its input")
 def test_ctrl_c_exits_130_quietly(tmp_path):
     proc = subprocess.Popen([*CLI, "--data-dir", str(tmp_path / "m"), "chat"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=_as_from_a_terminal)
     try:
         assert "chatting as" in proc.stdout.readline()
         _wait_reading_stdin(proc.pid)  # waiting for input now
@@ -513,3 +514,11 @@ def test_ctrl_c_exits_130_quietly(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode == 130 and "Traceback" not in stderr, (proc.returncode, stderr[-2000:])
+
+
+def _as_from_a_terminal() -> None:
+    """Start the child with Ctrl-C as a shell gives it: SIGINT handled by default and not
+    blocked. A test process may have either changed by then, and a child inherits both:
+    under load the chat then read to EOF and exited 0."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
