@@ -37,6 +37,17 @@ _MIN_WEIGHT = 1e-9
 _MIN_DECAY = 1e-12
 
 
+def close(tx: Tx, ids: Sequence[str], at: str, by: str) -> None:
+    """Close the current memories ``ids``: a newer memory ``by`` states another value of the
+    same thing from ``at`` (they stay, for history; their points are to be rewritten)."""
+    if ids:
+        tx.execute(
+            f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
+            f"WHERE id IN {tx.in_list(ids)} AND valid_to IS NULL",
+            (at, by, *ids),
+        )
+
+
 def keep_score(importance: float, boost: float, last_accessed: str, decay: float) -> float:
     """The time-invariant sort key of effective importance (see the module docs)."""
     weight = max(min(1.0, importance + boost), _MIN_WEIGHT)
@@ -185,17 +196,6 @@ class Memories(Indexed):
                     (now, boost, *chunk),
                 )
             self._rekeep(tx, ids)
-
-    def supersede(self, old_ids: Sequence[str], by: str, at: str) -> None:
-        """Close ``old_ids``: a newer memory ``by`` states another value of the same thing."""
-        if not old_ids:
-            return
-        with self.db.write() as tx:
-            tx.execute(
-                f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
-                f"WHERE id IN {tx.in_list(old_ids)} AND valid_to IS NULL",
-                (at, by, *old_ids),
-            )
 
     def _rekeep(self, tx: Tx, ids: Sequence[str]) -> None:
         rows = []

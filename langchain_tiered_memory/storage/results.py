@@ -15,7 +15,7 @@ from ..vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .database import Database, Tx
 from .entities import upsert_entity
 from .jobs import finish, holds_lease
-from .memories import STALE, insert_memories
+from .memories import close, insert_memories
 from .rows import EntityUpdate, JobRow, MemoryRow, SummaryUpdate
 
 
@@ -27,19 +27,15 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
     they get ``valid_to`` = its ``valid_from`` and ``superseded_by`` = its id, and stay for
     history. One stated after it (an import of older history) closes it instead. A memory
     that ``replaces`` a thing ("switched from coffee to tea") closes the user's current
-    memories that name it, stated before it. Returns the ids closed (their index points must be rewritten: default recall leaves them out).
+    memories that name it, stated before it. Returns the ids closed (their index points
+    must be rewritten: default recall leaves them out).
     """
     closed: list[str] = []
     for row in rows:
         if row.replaces:
             named = _naming(tx, row, row.replaces)
-            if named:
-                tx.execute(
-                    f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
-                    f"WHERE id IN {tx.in_list(named)}",
-                    (row.valid_from, row.id, *named),
-                )
-                closed += named
+            close(tx, named, row.valid_from, row.id)
+            closed += named
             _past_in_profile(tx, row, row.replaces)
         if not row.subject:
             continue
@@ -50,19 +46,11 @@ def supersede(tx: Tx, rows: Sequence[MemoryRow]) -> list[str]:
         )
         newer = [(vf, mid) for mid, vf in current if vf > row.valid_from]
         older = [mid for mid, vf in current if vf <= row.valid_from]
-        if older:
-            tx.execute(
-                f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} "
-                f"WHERE id IN {tx.in_list(older)}",
-                (row.valid_from, row.id, *older),
-            )
-            closed += older
+        close(tx, older, row.valid_from, row.id)
+        closed += older
         if newer:
             at, by = min(newer)
-            tx.execute(
-                f"UPDATE memories SET valid_to = ?, superseded_by = ?, {STALE} WHERE id = ?",
-                (at, by, row.id),
-            )
+            close(tx, [row.id], at, by)
             closed.append(row.id)
     return closed
 
