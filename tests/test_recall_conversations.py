@@ -85,6 +85,25 @@ def test_the_answer_that_follows_a_question_in_other_words_is_found(memory):
     assert "I've always had great respect for our military and wanted to show my support." in named[:3]
 
 
+def test_the_session_where_the_subject_came_up_lends_its_turns_weight(memory):
+    sessions = [
+        [("Ana", "Back from two weeks in Japan with my sister!"), ("Ben", "Welcome back! How was it?"),
+         ("Ana", "Exhausting but wonderful, we walked everywhere."), ("Ben", "Did anything stand out?"),
+         ("Ana", "Honestly the ramen stalls in Osaka, we ate there every single night."), ("Ben", "Ha, classic.")],
+        [("Ben", "What are you up to this weekend?"), ("Ana", "Cleaning the flat, then a long bike ride to the lake."),
+         ("Ben", "Nice, I love that route."), ("Ana", "The best part is the coffee stand at the top of the hill.")],
+    ]
+    texts = chat(memory, "ab", sessions, first="Ana")
+    hits = memory.recall("ab", "What stood out for Ana on her trip?", k=5, at=T0 + timedelta(days=20))
+    named = [texts[h.message_ids[0]] for h in hits]
+    # The answer is two turns from the words that match and shares none of the question's:
+    # the trip's session lends it weight that the weekend's loose match does not get.
+    answer = "Honestly the ramen stalls in Osaka, we ate there every single night."
+    distractor = "The best part is the coffee stand at the top of the hill."
+    assert answer in named
+    assert distractor not in named or named.index(answer) < named.index(distractor)
+
+
 def test_a_window_hit_names_its_messages_best_first(memory):
     texts = chat(memory, "w", [[
         ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),
