@@ -137,8 +137,10 @@ class MemoryConfig(BaseModel):
     episodes_max_tokens: int = Field(
         1_000, ge=0, le=MAX_TOKENS_LIMIT, description="Upper bound of the past-episodes section."
     )
+    # 35: on LoCoMo the evidence quoted in the context went 0.873 -> 0.886 from 25 (same
+    # words: the budget cuts); 40-50 gained 0.003 more for slower turns.
     memories_k: int = Field(
-        25, ge=0, le=MAX_RECALL_K,
+        35, ge=0, le=MAX_RECALL_K,
         description=(
             "Pieces of evidence (memories, turns) the context recalls per turn, at most; the "
             "section's token budget cuts them first."
