@@ -104,6 +104,22 @@ def test_the_session_where_the_subject_came_up_lends_its_turns_weight(memory):
     assert distractor not in named or named.index(answer) < named.index(distractor)
 
 
+def test_a_message_of_many_subjects_is_found_by_the_sentence_that_answers(memory):
+    news = ("Morning Priya! Sorry I've been so quiet, the move took forever and the new flat still smells of "
+            "paint. The cat hid under the bed for two days. Oh, and I finally passed my driving test on the "
+            "third try!")
+    sessions = [
+        [("Sam", news), ("Priya", "Congrats Sam, that's huge!")],
+        [("Priya", "How was your weekend?"), ("Sam", "I drove my mum to the airport on Saturday, the traffic was awful."),
+         ("Priya", "Ugh, sorry."), ("Sam", "It's fine, we had a nice lunch after.")],
+    ]
+    texts = chat(memory, "sp", sessions, first="Sam")
+    hits = memory.recall("sp", "How did Sam do on the road test?", k=3, at=T0 + timedelta(days=20))
+    # Read whole, the long message is an average of a move, a cat and a test, and the short
+    # one about driving is nearer; its last sentence is the answer.
+    assert texts[hits[0].message_ids[0]] == news
+
+
 def test_a_window_hit_names_its_messages_best_first(memory):
     texts = chat(memory, "w", [[
         ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),

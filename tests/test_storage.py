@@ -221,3 +221,28 @@ def test_switching_closes_memories_and_profile_values_on_each_backend(make_memor
         assert closed == ["The user's favourite drink is coffee_50%."]
         profile = memory.entities.get("u", "user")
         assert profile is not None and "formerly coffee_50%" in profile.attributes.values()
+
+
+def test_sentence_vectors_are_kept_for_long_messages_and_forgotten_with_them(make_memory):
+    """A message of several sentences keeps each sentence's vector beside its own (recall
+    reads it by its best sentence); forgetting its thread or its user deletes them."""
+    long = "I moved to a new flat last week. The cat hid under the bed. I also passed my driving test!"
+    with make_memory(MemoryConfig(job_mode="inline")) as memory:
+        for thread in ("t1", "t2"):
+            memory.after_turn("u", thread, [HumanMessage(long, id=f"{thread}-h"), AIMessage("Congrats!", id=f"{thread}-a")])
+        memory.after_turn("v", "t3", [HumanMessage(long, id="t3-h"), AIMessage("Nice.", id="t3-a")])
+        memory.flush()
+        units = memory._parts.storage.units  # what the index keeps beside the points
+
+        def kept(user: str) -> dict[str, int]:
+            ids = [h.id for h in memory.recall(user, "driving test", k=10, grains=["turn"])]
+            return {i: len(v) for i, v in units.sentences(ids).items()}
+
+        assert sorted(kept("u").values()) == [3, 3]  # the replies are one sentence: none kept
+        first = set(kept("u"))
+        memory.admin.forget(thread_id="t1")
+        assert len(units.sentences(list(first))) == 1
+        memory.admin.forget(user_id="v")
+        assert units.sentences(list(first)) and not kept("v")
+        with memory._parts.storage.db.read() as tx:
+            assert tx.scalar("SELECT COUNT(*) FROM unit_sentences") == 3

@@ -10,7 +10,7 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.bm25 import content_words
 from .dates import tells_current
-from ..text.sentences import only_asks
+from ..text.sentences import only_asks, sentences_of
 from ..storage.message_format import decode, said
 from ..storage.rows import Unit
 from ..storage.units import unit_id
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
 MAX_INDEXED_CHARS = 4_000
+#: Sentences of one message kept as vectors of their own (the first ones: a long message's
+#: later sentences are still in its whole vector and its BM25 terms).
+MAX_SENTENCES = 12
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,8 @@ class DialogueLayer:
         # points went missing) keeps its vector.
         made = index.vectors(sorted({u.id for u in turns} | {t for ts in parts.values() for t in ts}))
         fresh = [u for u in turns if u.id not in made]
-        made.update(zip([u.id for u in fresh], embed([u.text for u in fresh])) if fresh else ())
+        if fresh:
+            made.update(self._embed_turns(fresh, embed))
         out: list[list[float]] = []
         missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t in parts[u.id])]
         fallback = dict(zip([u.id for u in missing], embed([u.text for u in missing]))) if missing else {}
@@ -145,6 +149,29 @@ class DialogueLayer:
                 mean = np.sum([np.asarray(made[t]) for t in parts[u.id]], axis=0)
                 norm = float(np.linalg.norm(mean))
                 out.append((mean / norm).tolist() if norm else embed([u.text])[0])
+        return out
+
+    def _embed_turns(
+        self, turns: Sequence[Unit], embed: Callable[[list[str]], list[list[float]]]
+    ) -> dict[str, list[float]]:
+        """The vectors of ``turns``, with those of the sentences of each turn that has several
+        stored beside (one embedding call for both): a message that greets, tells and asks is
+        read by its best sentence too, since its whole vector is the average of its topics."""
+        rows = self._storage.units.get_many([u.id for u in turns])
+        split: dict[str, list[str]] = {}
+        for uid, lines in self.lines(list(rows.values())).items():
+            if lines:
+                sentences = [s.strip() for s in sentences_of(lines[0].text) if any(ch.isalnum() for ch in s)]
+                if len(sentences) > 1:
+                    split[uid] = sentences[:MAX_SENTENCES]
+        vectors = embed([u.text for u in turns] + [s for ss in split.values() for s in ss])
+        out = dict(zip([u.id for u in turns], vectors[: len(turns)]))
+        packed: dict[str, list[bytes]] = {}
+        at = len(turns)
+        for uid, sentences in split.items():
+            packed[uid] = [pack(v) for v in vectors[at : at + len(sentences)]]
+            at += len(sentences)
+        self._storage.units.put_sentences(packed)
         return out
 
     def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
@@ -166,3 +193,27 @@ class DialogueLayer:
             uid: "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines) or " "
             for uid, lines in self.lines(units).items()
         }
+
+
+def pack(vector: Sequence[float]) -> bytes:
+    """A sentence vector as stored: half-precision floats (a cosine needs no more)."""
+    import numpy as np  # here, not at module level: importing the package loads no numpy
+
+    return np.asarray(vector, dtype=np.float16).tobytes()
+
+
+def best_sentences(found: Mapping[str, Sequence[bytes]], vector: Sequence[float]) -> dict[str, float]:
+    """The best cosine to ``vector`` among each unit's stored sentence vectors (units whose
+    vectors are of another size, from another model awaiting ``reindex``, are left out)."""
+    if not found:
+        return {}
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    out: dict[str, float] = {}
+    for uid, vectors in found.items():
+        matrix = np.frombuffer(b"".join(vectors), dtype=np.float16)
+        if not vectors or matrix.size != len(vectors) * query.size:
+            continue
+        out[uid] = float((matrix.reshape(len(vectors), query.size).astype(np.float32) @ query).max())
+    return out

@@ -33,7 +33,7 @@ from ..backends.records import Where
 from ..context import ContextSection
 from ..layers.sections import SectionRequest
 from .dates import asks_current, resolve
-from .dialogue import Line, lines_of
+from .dialogue import Line, best_sentences, lines_of
 from ..entries import check_k, check_user
 from ..errors import InvalidInputError
 from ..index.points import GRAINS, Candidate, Probe
@@ -175,6 +175,7 @@ class RecallLayer:
         return self._ranker.rank(
             user_id, list(found.values()), k, now, named, Asked(query, at), (window, since, until),
             lambda ids: self._index.cosines(ids, vector),
+            lambda ids: best_sentences(self._storage.units.sentences(ids), vector),
         )
 
     def _speakers(self, user_id: str) -> frozenset[str]:

@@ -87,6 +87,7 @@ class Forgetting:
             if row is not None:
                 key = row[0]
                 units = tx.column("SELECT id FROM units WHERE thread_key = ?", (key,))
+                _delete_ids(tx, "unit_sentences", "unit_id", units)
                 _delete_ids(tx, "units", "id", units)
                 points += units
                 counts["threads"] = 1
@@ -144,6 +145,7 @@ class Forgetting:
             memories = tx.column("SELECT id FROM memories WHERE user_id = ?", (user_id,))
             episodes = tx.column("SELECT id FROM episodes WHERE user_id = ?", (user_id,))
             units = tx.column("SELECT id FROM units WHERE user_id = ?", (user_id,))
+            _delete_ids(tx, "unit_sentences", "unit_id", units)
             _delete_ids(tx, "units", "id", units)
             # Store items first: those that address memories count as items too.
             items = delete_user_items(tx, user_id)

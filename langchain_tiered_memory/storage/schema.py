@@ -5,7 +5,8 @@ Tables (what owns what is in ``../shared/DESIGN.md``): ``threads`` and ``message
 ``summaries``, ``entities`` with ``entity_attributes`` and the FTS5 index ``entities_fts``,
 ``jobs`` (the journal), ``episodes``, ``store_items`` (LangGraph store), ``memories`` with
 ``memory_aliases`` (ids merged into a memory), ``units`` (the conversation's recall units),
-``forget_ops`` (forgets whose index deletions are pending), ``job_usage`` (what jobs' LLM
+``unit_sentences`` (the vectors of a turn's sentences), ``forget_ops`` (forgets whose
+index deletions are pending), ``job_usage`` (what jobs' LLM
 calls cost) and ``meta``.
 """
 
@@ -273,6 +274,16 @@ def _migrate_to_9(db: sqlite_utils.Database) -> None:
         db.execute("ALTER TABLE jobs ADD COLUMN failing_since REAL")
 
 
+def _migrate_to_10(db: sqlite_utils.Database) -> None:
+    """The vectors of a turn's sentences (``storage/units.py``): recall reads a long message
+    by its best sentence as well as by the whole. Turns indexed before have none (recall
+    reads them whole) until ``reindex`` embeds them again."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS unit_sentences (unit_id TEXT NOT NULL, n INTEGER NOT NULL, "
+        "vector BLOB NOT NULL, PRIMARY KEY (unit_id, n))"
+    )
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -284,4 +295,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     7: _migrate_to_7,
     8: _migrate_to_8,
     9: _migrate_to_9,
+    10: _migrate_to_10,
 }

@@ -33,7 +33,8 @@ APPLICATION = "langchain-tiered-memory"
 #: The tables we create: found in a database without our marker, they are another app's.
 OUR_TABLES = frozenset({
     "meta", "threads", "messages", "summaries", "entities", "entity_attributes", "jobs",
-    "episodes", "store_items", "memories", "memory_aliases", "forget_ops", "units", "job_usage", SCHEMA_TABLE,
+    "episodes", "store_items", "memories", "memory_aliases", "forget_ops", "units", "unit_sentences", "job_usage",
+    SCHEMA_TABLE,
 })
 
 _TEXT = 'TEXT COLLATE "C"'
@@ -190,6 +191,15 @@ def _migrate_to_9(tx: Tx) -> None:
     _run(tx, "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS failing_since DOUBLE PRECISION")
 
 
+def _migrate_to_10(tx: Tx) -> None:
+    """The vectors of a turn's sentences (see ``schema.py``)."""
+    _run(
+        tx,
+        "CREATE TABLE IF NOT EXISTS unit_sentences (unit_id TEXT NOT NULL, n INTEGER NOT NULL, "
+        "vector BYTEA NOT NULL, PRIMARY KEY (unit_id, n))",
+    )
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -202,4 +212,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     7: _migrate_to_7,
     8: _migrate_to_8,
     9: _migrate_to_9,
+    10: _migrate_to_10,
 }

@@ -8,12 +8,15 @@ searchable; ``indexed`` tracks their points as for memories.
 A turn unit per user or assistant message; a window unit per :data:`WINDOW` consecutive
 messages, one every :data:`STRIDE` (so each message is in two windows), written when its
 last message is stored.
+
+A turn of several sentences also keeps each sentence's vector (``unit_sentences``): a long
+message is about several things, and recall reads it by its best sentence as well as whole.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .database import Database, Tx, chunks
@@ -152,6 +155,31 @@ class Units(Indexed):
                 ):
                     found[(row[0], row[1])] = (row[1], row[2], row[3], row[4], row[5])
         return found
+
+    def put_sentences(self, vectors: Mapping[str, Sequence[bytes]]) -> None:
+        """Store the vectors of each turn's sentences (``unit id → [vector bytes, ...]``),
+        replacing any it had: derived data, written again whenever the turn is embedded."""
+        rows = [(uid, n, v) for uid, vs in vectors.items() for n, v in enumerate(vs)]
+        if not rows:
+            return
+        with self.db.write(durable=False) as tx:
+            for chunk in chunks(list(vectors)):
+                tx.execute(f"DELETE FROM unit_sentences WHERE unit_id IN {tx.in_list(chunk)}", chunk)
+            tx.executemany("INSERT INTO unit_sentences (unit_id, n, vector) VALUES (?, ?, ?)", rows)
+
+    def sentences(self, ids: Sequence[str]) -> dict[str, list[bytes]]:
+        """The sentence vectors of the turns among ``ids`` that have them, in order, by unit id
+        (a turn of one sentence, or indexed before they were kept, has none)."""
+        out: dict[str, list[bytes]] = {}
+        with self.db.read() as tx:
+            for chunk in chunks(list(ids)):
+                for uid, _, vector in tx.all(
+                    f"SELECT unit_id, n, vector FROM unit_sentences WHERE unit_id IN {tx.in_list(chunk)} "
+                    "ORDER BY unit_id, n",
+                    chunk,
+                ):
+                    out.setdefault(uid, []).append(bytes(vector))
+        return out
 
     def thread_ids(self, keys: Sequence[int]) -> dict[int, str]:
         """The thread id of each thread key."""
