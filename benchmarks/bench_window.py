@@ -105,7 +105,7 @@ PARTS = (
     ("episodes section", "langchain_tiered_memory.layers.episodes", "EpisodeLayer", "section"),
     ("entities section", "langchain_tiered_memory.layers.entities", "EntityLayer", "section"),
     ("summary section", "langchain_tiered_memory.layers.summary", "SummaryLayer", "section"),
-    ("window", "langchain_tiered_memory.turn", "Turns", "_window"),
+    ("window", "langchain_tiered_memory.layers.window.layer", "Window", "fit"),
 )
 
 
