@@ -5,8 +5,8 @@ Relevance comes from similarity (:mod:`.scoring`); besides it, the signals every
 conversation has shape it (bounded, so none can make a non-match relevant):
 
 - **its sentences**: a message of several sentences is read by its best sentence as well as
-  whole (:data:`SENTENCE_WEIGHT`): "Hey Joanna! Long time no talk. I just had a letdown in a
-  video game tourney" is about the tournament, whatever its greeting does to its average;
+  whole (:data:`SENTENCE_WEIGHT`): "Morning! The move took forever. Oh, and I passed my
+  driving test!" answers "how did the road test go?", whatever the move does to its average;
 - **the messages beside it**: a message is read with its neighbours. The answer to a
   question is often the reply right after the words that match it ("What inspired you to
   join?" — "I've always respected the military"), so each message takes a share of its
