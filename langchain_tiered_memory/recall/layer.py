@@ -40,7 +40,8 @@ from ..index.points import GRAINS, Candidate, Probe
 from ..index.recall_index import RecallIndex
 from .evidence import Evidence as Evidence  # re-exported: what recall returns
 from .quotes import Neighbours, quote_evidence
-from .ranking import TIME_SLACK, Asked, Hit, Ranker, words_of
+from .asked import Asked, words_of
+from .ranking import TIME_SLACK, Hit, Ranker
 from ..text.sentences import sentences_of
 
 if TYPE_CHECKING:

@@ -47,7 +47,6 @@ unread candidate can beat the ``k``-th hit. The result is the one a full read wo
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -55,9 +54,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .. import scoring
+from .asked import Asked
 from .dates import TimeRange, asks_current
 from ..index.points import Candidate
-from ..text.sentences import is_question
 from ..storage.units import unit_id
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ if TYPE_CHECKING:
     from ..storage import Storage
     from ..storage.units import Spoken, UnitRow
 
-__all__ = ["TIME_SLACK", "Asked", "Hit", "Ranker", "words_of"]
+__all__ = ["TIME_SLACK", "Hit", "Ranker"]
 
 #: How much being said in the time a query names adds (a noisy OR with the relevance).
 TIME_WEIGHT = 0.5
@@ -80,8 +79,6 @@ CURRENT_WEIGHT = 0.3
 #: gets half). Measured on benchmarks/longchat: update recall@10 0.73 → 0.82 over three
 #: seeds, no other kind lower; more than 0.2 gained nothing.
 NEWS_WEIGHT = 0.2
-#: What relevance keeps when said by the other side of a question's speaker.
-OTHER_SPEAKER = 0.8
 #: What a turn of the speaker a question names ("what did Caroline paint?") gains in the
 #: ranking (not in its relevance: naming someone does not make all they said relevant).
 #: On LoCoMo 96% of the evidence of questions naming one of the two speakers was said by
@@ -114,16 +111,10 @@ NEIGHBOURED = 30
 #: goodbye from outranking a turn that says something when the dense leg alone finds both.
 #: Such a message keeps ``(words + 1) / FILLER_WORDS`` of its relevance (names count).
 FILLER_WORDS = 4
-#: What relevance keeps, for a question, when the evidence is all questions too (a window
-#: half made of questions keeps half of the loss).
-ASKING = 0.6
 #: Slack around a named time (a thing said the evening before "yesterday" still counts).
 TIME_SLACK = timedelta(hours=12)
 #: Records read per batch, per result wanted (the first batch usually settles the ranking).
 _BATCH_PER_RESULT = 2
-_FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.IGNORECASE)
-_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
-_WORDS = re.compile(r"[\w'’-]+")
 
 
 @dataclass
@@ -141,57 +132,6 @@ class Hit:
     row: object = None
     #: A turn's or a window's messages as read, ``(seq, message_id, created_at, data, tokens)``.
     spans: tuple[Spoken, ...] = ()
-
-
-@dataclass(frozen=True)
-class Asked:
-    """Who a question is about, and when it is asked."""
-
-    query: str
-    at: datetime
-
-    @cached_property
-    def words(self) -> set[str]:
-        return words_of(self.query)
-
-    @cached_property
-    def is_question(self) -> bool:
-        return is_question(self.query)
-
-    @cached_property
-    def _mine(self) -> bool:
-        return bool(_FIRST_PERSON.search(self.query))
-
-    @cached_property
-    def _yours(self) -> bool:
-        return bool(_SECOND_PERSON.search(self.query))
-
-    def against(self, asks: object, relevance: float) -> float:
-        """``relevance`` of evidence whose lines are questions in the share ``asks`` (0..1),
-        for this query: less, when the query is a question too."""
-        if not isinstance(asks, (int, float)) or asks <= 0 or not self.is_question:
-            return relevance
-        return relevance * (1.0 - (1.0 - ASKING) * min(1.0, float(asks)))
-
-    def by(self, speaker: str | None, relevance: float) -> float:
-        """``relevance`` as who said it makes it: less from the other side of a first- (or
-        second-) person question."""
-        if speaker in ("user", "assistant"):
-            if self._mine != self._yours and (speaker == "assistant") == self._mine:
-                return relevance * OTHER_SPEAKER
-        return relevance
-
-    def names(self, speaker: str | None) -> bool:
-        """Whether the question names ``speaker`` (a person, not ``user``/``assistant``), by
-        full name or first name."""
-        if speaker is None or speaker in ("user", "assistant"):
-            return False
-        return speaker.casefold() in self.words or speaker.split()[0].casefold() in self.words
-
-
-def words_of(text: str) -> set[str]:
-    """The casefolded words of ``text``, a possessive's "'s" cut ("aunt's" → "aunt")."""
-    return {re.sub(r"['’]s$", "", w.casefold()) for w in _WORDS.findall(text)}
 
 
 @dataclass
