@@ -213,7 +213,7 @@ def best_sentences(found: Mapping[str, Sequence[bytes]], vector: Sequence[float]
     out: dict[str, float] = {}
     for uid, vectors in found.items():
         matrix = np.frombuffer(b"".join(vectors), dtype=np.float16)
-        if not vectors or matrix.size != len(vectors) * query.size:
+        if matrix.size != len(vectors) * query.size:
             continue
         out[uid] = float((matrix.reshape(len(vectors), query.size).astype(np.float32) @ query).max())
     return out

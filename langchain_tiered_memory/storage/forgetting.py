@@ -46,6 +46,12 @@ def _delete_ids(tx: Tx, table: str, column: str, ids: Sequence[str]) -> int:
     return n
 
 
+def _delete_units(tx: Tx, ids: Sequence[str]) -> None:
+    """Delete conversation units with what is kept beside them (their sentences' vectors)."""
+    _delete_ids(tx, "unit_sentences", "unit_id", ids)
+    _delete_ids(tx, "units", "id", ids)
+
+
 def _texts(tx: Tx, sql: str, args: Sequence[Any]) -> list[str]:
     """The text column of the rows a forget is about to delete (to scrub their copies)."""
     return [t for t in tx.column(sql, args) if isinstance(t, str)]
@@ -87,8 +93,7 @@ class Forgetting:
             if row is not None:
                 key = row[0]
                 units = tx.column("SELECT id FROM units WHERE thread_key = ?", (key,))
-                _delete_ids(tx, "unit_sentences", "unit_id", units)
-                _delete_ids(tx, "units", "id", units)
+                _delete_units(tx, units)
                 points += units
                 counts["threads"] = 1
                 counts["messages"] = tx.rowcount("DELETE FROM messages WHERE thread_key = ?", (key,))
@@ -145,8 +150,7 @@ class Forgetting:
             memories = tx.column("SELECT id FROM memories WHERE user_id = ?", (user_id,))
             episodes = tx.column("SELECT id FROM episodes WHERE user_id = ?", (user_id,))
             units = tx.column("SELECT id FROM units WHERE user_id = ?", (user_id,))
-            _delete_ids(tx, "unit_sentences", "unit_id", units)
-            _delete_ids(tx, "units", "id", units)
+            _delete_units(tx, units)
             # Store items first: those that address memories count as items too.
             items = delete_user_items(tx, user_id)
             counts = {

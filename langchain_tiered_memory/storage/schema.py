@@ -6,8 +6,7 @@ Tables (what owns what is in ``../shared/DESIGN.md``): ``threads`` and ``message
 ``jobs`` (the journal), ``episodes``, ``store_items`` (LangGraph store), ``memories`` with
 ``memory_aliases`` (ids merged into a memory), ``units`` (the conversation's recall units),
 ``unit_sentences`` (the vectors of a turn's sentences), ``forget_ops`` (forgets whose
-index deletions are pending), ``job_usage`` (what jobs' LLM
-calls cost) and ``meta``.
+index deletions are pending), ``job_usage`` (what jobs' LLM calls cost) and ``meta``.
 """
 
 from __future__ import annotations
