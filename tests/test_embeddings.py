@@ -154,8 +154,8 @@ def test_huge_texts_tokenise_as_the_whole_text(minilm: MiniLMEmbeddings) -> None
         "antidisestablishmentarianism " * 300,  # many word pieces per word
     ]
     got = minilm._tokenize(tok, cases)
-    for text, ids in zip(cases, got):
-        assert ids == full.encode(text).ids
+    for text, enc in zip(cases, got):
+        assert enc.ids == full.encode(text).ids
     vec = minilm.embed_query(cases[0])
     assert len(vec) == 384 and norm(vec) == pytest.approx(1.0, abs=1e-5)
 
@@ -466,3 +466,45 @@ def test_a_text_that_would_pad_a_batch_more_than_a_run_costs_runs_apart() -> Non
     assert batches([15, 16, 17, 18, 20]) == [[0, 1, 2, 3, 4]]
     lengths = [10, 12, 14, 30, 31, 33, 60, 61, 62, 62, 90]
     assert batches(lengths) == [[0, 1, 2], [3, 4, 5], [6, 7, 8, 9], [10]]
+
+
+def _spans(text: str, *parts: str) -> list[tuple[int, int]]:
+    return [(text.index(p), text.index(p) + len(p)) for p in parts]
+
+
+def test_span_vectors_read_each_sentence_in_one_run(minilm: MiniLMEmbeddings) -> None:
+    # A message of three subjects: each sentence's vector, pooled from the run that embeds
+    # the message, is nearer that sentence embedded alone than the others, and the whole
+    # vector is the one embed_documents gives.
+    parts = ("Morning!", "The move to the new flat took forever.", "Oh, and I passed my driving test!")
+    text = "Jo (2024-03-01): " + " ".join(parts)
+    other = "A second message with no spans."
+    whole, spans = minilm.embed_with_spans([text, other], [_spans(text, *parts), []])
+    assert_close(whole[0], minilm.embed_documents([text])[0], 1e-4)
+    assert spans[1] == [] and len(spans[0]) == 3
+    alone = minilm.embed_documents(list(parts))
+    for n, vector in enumerate(spans[0]):
+        assert vector is not None and norm(vector) == pytest.approx(1.0, abs=1e-5)
+        near = [cosine(vector, a) for a in alone]
+        assert max(range(3), key=near.__getitem__) == n, near
+    test = minilm.embed_query("how did the road test go?")
+    assert cosine(test, spans[0][2]) > cosine(test, whole[0])
+
+
+def test_a_span_past_the_tokens_kept_has_no_vector_and_bad_spans_raise() -> None:
+    short = MiniLMEmbeddings(max_length=8)
+    text = "one two three four five six seven eight nine ten"
+    _, spans = short.embed_with_spans([text], [_spans(text, "one two", "nine ten")])
+    assert spans[0][0] is not None and spans[0][1] is None
+    with pytest.raises(EmbeddingError, match="one list per text"):
+        short.embed_with_spans([text, text], [[(0, 3)]])
+
+
+def test_embeddings_without_span_support_embed_the_spans_apart() -> None:
+    from langchain_tiered_memory.embeddings.spans import embed_with_spans
+
+    hashing = HashingEmbeddings()
+    text = "Tea at noon. Lisbon in May."
+    whole, spans = embed_with_spans(hashing, [text], [_spans(text, "Tea at noon.", "Lisbon in May.")])
+    assert whole == hashing.embed_documents([text])
+    assert spans == [hashing.embed_documents(["Tea at noon.", "Lisbon in May."])]

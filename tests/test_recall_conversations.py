@@ -120,6 +120,18 @@ def test_a_message_of_many_subjects_is_found_by_the_sentence_that_answers(memory
     assert texts[hits[0].message_ids[0]] == news
 
 
+def test_sentence_spans_point_at_each_sentence_of_the_rendered_line():
+    from langchain_tiered_memory.recall.dialogue import MAX_SENTENCES, Line, sentence_spans
+
+    line = Line("m1", 3, T0, "Sam", "Morning!\n\nThe move   took forever.  Oh, and I passed my test! :)")
+    text = line.render()
+    assert [text[a:b] for a, b in sentence_spans(line, text)] == [
+        "Morning!", "The move took forever.", "Oh, and I passed my test!"]
+    assert sentence_spans(Line("m2", 4, T0, "Sam", "Just one sentence here."), "") == []
+    many = Line("m3", 5, T0, "Sam", " ".join(f"Point {n} is made." for n in range(MAX_SENTENCES + 5)))
+    assert len(sentence_spans(many, many.render())) == MAX_SENTENCES
+
+
 def test_a_window_hit_names_its_messages_best_first(memory):
     texts = chat(memory, "w", [[
         ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),

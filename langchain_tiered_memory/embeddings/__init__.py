@@ -29,6 +29,7 @@ from ..errors import EmbeddingError
 from .hashing import HashingEmbeddings
 from .minilm import MINILM_DIMENSION, MiniLMEmbeddings
 from .sentence_transformer import SentenceTransformerEmbeddings
+from .spans import Spans, embed_with_spans
 
 logger = logging.getLogger("langchain_tiered_memory")
 
@@ -137,6 +138,12 @@ class CachedQueryEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """The inner model's document vectors (not cached)."""
         return self.inner.embed_documents(texts)
+
+    def embed_with_spans(
+        self, texts: list[str], spans: Spans
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+        """The inner model's vectors of ``texts`` and of their spans (not cached)."""
+        return embed_with_spans(self.inner, texts, spans)
 
     def embed_query(self, text: str) -> list[float]:
         """The inner model's query vector, from the cache when recently asked."""

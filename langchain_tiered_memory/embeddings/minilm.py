@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,22 +229,23 @@ class MiniLMEmbeddings(Embeddings):
             logger.warning("the fused embedding graph is unusable (%s): running %s as it is", exc, self.model_path)
             return None
 
-    def _tokenize(self, tokenizer: Any, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text, truncated, identical to tokenising the whole text."""
+    def _tokenize(self, tokenizer: Any, texts: list[str]) -> list[Any]:
+        """Each text's encoding (token ids, character offsets), truncated, identical to
+        tokenising the whole text."""
         limit = self.max_length * _PREFIX_CHARS_PER_TOKEN
         pending = list(range(len(texts)))
-        ids: list[list[int] | None] = [None] * len(texts)
+        ids: list[Any] = [None] * len(texts)
         while pending:
             cut = [texts[i] if len(texts[i]) <= limit else texts[i][:limit] for i in pending]
             retry = []
             for i, piece, enc in zip(pending, cut, tokenizer.encode_batch(cut)):
                 if len(piece) == len(texts[i]) or self._prefix_is_exact(piece, enc):
-                    ids[i] = enc.ids
+                    ids[i] = enc
                 else:
                     retry.append(i)
             pending = retry
             limit *= 8
-        return ids  # type: ignore[return-value]
+        return ids
 
     def _prefix_is_exact(self, prefix: str, encoding: Any) -> bool:
         # Words that end before the prefix's last whitespace tokenise exactly as in the
@@ -287,16 +289,20 @@ class MiniLMEmbeddings(Embeddings):
             batches.append(batch)
         return batches
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    def _embed(
+        self, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
         if not texts:
-            return []
+            return [], []
         import numpy as np
 
         session, tokenizer = self._load()
-        token_ids = self._tokenize(tokenizer, texts)
+        encodings = self._tokenize(tokenizer, texts)
+        token_ids = [e.ids for e in encodings]
         # Batching texts of like length keeps padding, and so wasted compute, small.
         order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        parts: list[list[list[float] | None]] = [[] for _ in texts]
         for batch in self._batches(order, token_ids):
             width = len(token_ids[batch[-1]])
             input_ids = np.zeros((len(batch), width), dtype=np.int64)
@@ -313,16 +319,31 @@ class MiniLMEmbeddings(Embeddings):
             except Exception as exc:
                 raise EmbeddingError(f"the embedding model failed: {exc}") from exc
             out[batch] = _mean_pool_normalise(hidden, mask)
+            if spans is not None:
+                for row, i in enumerate(batch):
+                    parts[i] = [_pool_span(hidden[row], encodings[i], a, b) for a, b in spans[i]]
         check_vectors(out, len(texts), self.dimension)
-        return out.tolist()
+        return out.tolist(), parts
+
+    def embed_with_spans(
+        self, texts: list[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+        """Each text's vector (as :meth:`embed_documents` gives it) and a vector for each
+        character span ``(start, end)`` of it, pooled over the span's tokens from the same
+        run ("late chunking": each sentence read in its message's context, and no second
+        run, which would cost as much again); ``None`` for a span past ``max_length``."""
+        texts = check_texts(texts)
+        if len(spans) != len(texts):
+            raise EmbeddingError(f"spans must give one list per text: {len(spans)} for {len(texts)} texts")
+        return self._embed(texts, spans)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed texts; one 384-d unit vector per text, in the order given."""
-        return self._embed(check_texts(texts))
+        return self._embed(check_texts(texts))[0]
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one text; the same vector ``embed_documents([text])`` gives."""
-        return self._embed([check_query(text)])[0]
+        return self._embed([check_query(text)])[0][0]
 
 
 def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -335,3 +356,19 @@ def _mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     normalised: np.ndarray = pooled / np.clip(norms, 1e-12, None)
     return normalised
+
+
+def _pool_span(hidden: np.ndarray, encoding: Any, start: int, end: int) -> list[float] | None:
+    """The unit mean of the token vectors ``hidden`` of the tokens of ``encoding`` that lie
+    in characters ``start``..``end`` (``None``: no token there, as past a truncation)."""
+    import numpy as np
+
+    rows = [
+        n for n, ((a, b), special) in enumerate(zip(encoding.offsets, encoding.special_tokens_mask))
+        if not special and b > a and a >= start and b <= end
+    ]
+    if not rows:
+        return None
+    pooled = hidden[rows].mean(axis=0)
+    norm = float(np.linalg.norm(pooled))
+    return (pooled / norm).tolist() if norm > 1e-12 else None

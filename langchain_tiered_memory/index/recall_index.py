@@ -36,6 +36,7 @@ from ..backends.records import (
 )
 from ..backends.reindex import reindex_backend
 from ..embeddings.checks import embedding_dimension, unit_vector
+from ..embeddings.spans import Spans, embed_with_spans
 from ..errors import (
     EmbeddingError,
     ShardLockedError,
@@ -227,17 +228,23 @@ class RecallIndex:
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Unit vectors of ``texts`` with the embeddings in use."""
+        return self.embed_with_spans(texts, [()] * len(texts))[0]
+
+    def embed_with_spans(self, texts: list[str], spans: Spans) -> tuple[list[list[float]], list[list[list[float] | None]]]:
+        """Unit vectors of ``texts`` and of their character ``spans`` (``None``: the model
+        kept no token of the span; see :mod:`..embeddings.spans`)."""
         if not texts:
-            return []
+            return [], []
         try:
-            vectors = self._embeddings().embed_documents(texts)
+            vectors, parts = embed_with_spans(self._embeddings(), texts, spans)
         except TieredMemoryError:
             raise
         except Exception as exc:
             raise EmbeddingError(f"the embeddings failed: {exc}") from exc
-        if len(vectors) != len(texts):
-            raise EmbeddingError(f"the embeddings returned {len(vectors)} vectors for {len(texts)} texts")
-        return [unit_vector(v) for v in vectors]
+        if len(vectors) != len(texts) or [len(p) for p in parts] != [len(s) for s in spans]:
+            raise EmbeddingError(f"the embeddings returned {len(vectors)} vectors for {len(texts)} texts, or "
+                                 "not one per span")
+        return [unit_vector(v) for v in vectors], [[None if v is None else unit_vector(v) for v in p] for p in parts]
 
     def embed_query(self, text: str) -> list[float]:
         """The unit vector of a query."""

