@@ -211,3 +211,32 @@ def test_remember_many_takes_what_a_memory_replaces(memory):
                                          "valid_from": later}])
     current = {m.content for m in memory.memories.list("u") if m.valid_to is None}
     assert current == {"The user has an iPhone."}
+
+
+def test_a_turns_query_naming_a_speaker_is_embedded_once_for_recall_and_episodes(tmp_path, minilm):
+    """before_turn's memories and episodes sections search with one embedding of the query
+    (the speakers' names left out for both), not one each: the embedding is most of a
+    turn's read."""
+    from langchain_core.embeddings import Embeddings
+
+    class Counting(Embeddings):
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return minilm.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            self.queries.append(text)
+            return minilm.embed_query(text)
+
+    counting = Counting()
+    with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="inline"), embeddings=counting) as memory:
+        chat(memory, "gj", PLEASANTRIES, first="Jon")
+        for n in range(len(PLEASANTRIES)):
+            memory.end_session("gj", f"gj-s{n}")
+        memory.flush()
+        counting.queries.clear()
+        ctx = memory.before_turn("gj", "gj-new", "When has Gina lost her job at Door Dash?", at=T0 + timedelta(days=30))
+        assert {s.name for s in ctx.sections} >= {"memories", "episodes"}
+        assert counting.queries == ["When has lost her job at Door Dash?"]

@@ -113,6 +113,7 @@ class Parts:
         self.episodes = EpisodeLayer(
             storage, self.index, counter, max_tokens=config.episodes_max_tokens,
             k=config.episodes_k, threshold=config.score_threshold,
+            embedded=lambda user_id, query: self.recall.embedded_text(user_id, query),
         )
         self.dialogue = DialogueLayer(storage)
         self.recall = RecallLayer(storage, self.index, self.facts, self.entities, config, counter, self.now)

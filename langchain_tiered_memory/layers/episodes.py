@@ -10,7 +10,7 @@ extractive episode), stored as a database record (its owner) and indexed for rec
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, TypeGuard
@@ -98,8 +98,12 @@ class EpisodeLayer:
         max_tokens: int,
         k: int,
         threshold: float,
+        embedded: Callable[[str, str], str] | None = None,
     ) -> None:
         self._storage = storage
+        # What a user's query is embedded as (the recall layer's text, so that the turn's
+        # query is embedded once for both sections); the query itself by default.
+        self._embedded = embedded
         self._index = index
         self._counter = counter
         self._max_tokens = max_tokens
@@ -156,7 +160,8 @@ class EpisodeLayer:
         return bool(query and query.strip()) and self._storage.episodes.exists()
 
     def _probe(self, user_id: str, query: str) -> Probe:
-        return Probe(query, self._index.embed_query(query), self._index.where(user_id, self.grains), _CANDIDATES)
+        text = self._embedded(user_id, query) if self._embedded is not None else query
+        return Probe(query, self._index.embed_query(text), self._index.where(user_id, self.grains), _CANDIDATES)
 
     def _ranked(
         self, user_id: str, found: Sequence[Candidate], since: datetime | None, until: datetime | None, k: int

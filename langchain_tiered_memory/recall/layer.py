@@ -136,7 +136,7 @@ class RecallLayer:
         # The speakers a question names are matched by who said a turn (ranking), not by the
         # embedding: a name pulls every short turn that says it ("Go get 'em, Jon!") towards
         # the question. BM25 still reads the whole question.
-        vector = self._index.embed_query(_unnamed(query, self._speakers(user_id)))
+        vector = self._index.embed_query(self.embedded_text(user_id, query))
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
 
@@ -178,6 +178,12 @@ class RecallLayer:
             lambda ids: self._index.cosines(ids, vector),
             lambda ids: best_sentences(self._storage.units.sentences(ids), vector),
         )
+
+    def embedded_text(self, user_id: str, query: str) -> str:
+        """What ``query`` is embedded as for ``user_id``: without the names of the user's
+        speakers (see :meth:`_search`). The episodes section embeds the same text, so a
+        turn's query is embedded once."""
+        return _unnamed(query, self._speakers(user_id))
 
     def _speakers(self, user_id: str) -> frozenset[str]:
         """The user's named speakers (cached a few seconds: read on the latency path)."""

@@ -104,8 +104,9 @@ SESSION_WEIGHT = 0.4
 #: this ranking; 0.5 a little less.
 SENTENCE_WEIGHT = 0.7
 #: Candidates whose neighbours are read even when the index did not find them (the reply
-#: after a matching question is often the answer, in other words than the question's).
-NEIGHBOURED = 30
+#: after a matching question is often the answer, in other words than the question's). On
+#: LoCoMo 15 ranks as 30 did (R@10 0.776 and 0.775), and recall takes 10% less time.
+NEIGHBOURED = 15
 #: Distinct content words below which a message is mostly names and pleasantries ("That's
 #: the spirit! Bye!"): neutral on LoCoMo's questions (R@10 within 0.002), it keeps a
 #: goodbye from outranking a turn that says something when the dense leg alone finds both.
