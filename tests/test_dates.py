@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from langchain_tiered_memory.recall.dates import resolve, tells_current
+from langchain_tiered_memory.recall.dates import resolve, tells_current, told_of
 
 THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
 
@@ -20,6 +20,9 @@ THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
     ("What did I plan for tonight?", date(2025, 3, 13)),  # looks ahead, and back
     ("What did I say about the garden two weeks ago?", date(2025, 2, 23)),
     ("What did I do in May 2024?", date(2024, 5, 1)),
+    ("Where did we eat on 2 May, 2024?", date(2024, 5, 2)),  # a day before the month: the month
+    ("What did I fix during the last week of February 2025?", date(2025, 2, 1)),  # a part of that month
+    ("What did I say last week in the meeting?", date(2025, 3, 3)),  # "in the meeting": no date
 ])
 def test_a_time_asked_about_is_resolved(query, start):
     found = resolve(query, THURSDAY)
@@ -66,3 +69,23 @@ def test_a_statement_of_a_change_or_of_the_present_is_news(text):
 ])
 def test_a_plain_statement_is_not_news(text):
     assert not tells_current(text)
+
+
+@pytest.mark.parametrize("text, start, days", [
+    ("Yesterday my cousin and I ran a free bike repair stall at the market!", date(2025, 3, 12), 1),
+    ("Sorry for the silence. Two days ago my laptop died and took my notes with it.", date(2025, 3, 10), 3),
+    ("Guess what? Last weekend we finally hiked the ridge trail.", date(2025, 3, 8), 2),
+    ("I read that novel last month, in one sitting.", date(2025, 2, 1), 28),
+])
+def test_a_message_tells_of_the_time_it_names_read_from_when_it_was_said(text, start, days):
+    told = told_of(text, THURSDAY)
+    assert told is not None and told.start.date() == start and (told.end - told.start).days == days
+
+
+@pytest.mark.parametrize("text", [
+    "What did you do yesterday?",  # asks: the time is the other person's to tell
+    "Next weekend we'll hike the ridge trail.",  # a plan is not what happened
+    "I love hiking with my cousin.",  # names no time
+])
+def test_a_message_that_asks_plans_or_names_no_time_tells_of_none(text):
+    assert told_of(text, THURSDAY) is None

@@ -132,6 +132,36 @@ def test_sentence_spans_point_at_each_sentence_of_the_rendered_line():
     assert len(sentence_spans(many, many.render())) == MAX_SENTENCES
 
 
+def test_a_day_named_in_the_question_finds_what_was_told_of_it_later(make_memory, minilm):
+    # On both backends: the units that tell of a day are found by a filter on the points.
+    with make_memory(MemoryConfig(job_mode="inline"), embeddings=minilm) as memory:
+        _told_of_a_day(memory)
+
+
+def _told_of_a_day(memory: TieredMemory) -> None:
+    # Sessions a week apart from Wednesday 1 March; the last one is said on 2 March.
+    sessions = [
+        [("Lena", "Spent the whole morning repotting ferns, the balcony is a jungle now."),
+         ("Omar", "Nice, green fingers!"),
+         ("Lena", "Then I baked bread for the week and did the laundry."), ("Omar", "Ha, lovely.")],
+        [("Lena", "My brother and I went bowling, he won both games."), ("Omar", "Rematch soon then!")],
+    ]
+    texts = chat(memory, "lo", sessions, first="Lena")
+    told = "Yesterday my brother and I taught a free pottery workshop for the kids at the library!"
+    reply = "That sounds like a great day."
+    texts.update({"d2-0": told, "d2-1": reply})
+    memory.after_turn("lo", "lo-d2", [HumanMessage(told, name="Lena", id="d2-0"), AIMessage(reply, name="Omar", id="d2-1")],
+                      at=T0 + timedelta(days=1, hours=2))
+    memory.flush()
+    hits = memory.recall("lo", "What did Lena and her brother do on 1 March 2023?", k=3, at=T0 + timedelta(days=20))
+    named = [texts[h.message_ids[0]] for h in hits]
+    # Said on the 2nd, it tells of the 1st: the day named is matched by either, and what the
+    # brother did on another day (bowling) counts for less.
+    assert told in named, named
+    bowling = "My brother and I went bowling, he won both games."
+    assert bowling not in named or named.index(told) < named.index(bowling), named
+
+
 def test_a_window_hit_names_its_messages_best_first(memory):
     texts = chat(memory, "w", [[
         ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),

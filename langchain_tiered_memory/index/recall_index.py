@@ -58,6 +58,8 @@ from .points import (
 from .repair import CatchUp, reconcile
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from langchain_core.embeddings import Embeddings
 
     from ..storage import Storage, Unit
@@ -385,8 +387,10 @@ class RecallIndex:
         since: Any = None,
         until: Any = None,
         news: bool = False,
+        told: tuple[datetime, datetime] | None = None,
     ) -> Where:
-        """The filter of a user's units of some grains."""
+        """The filter of a user's units of some grains (``told``: those that tell of a time
+        within that span, see :func:`..recall.dates.told_of`)."""
         equals: dict[str, Any] = {"user": tenant_key(user_id)}
         if current_only:
             equals["current"] = 1
@@ -410,6 +414,9 @@ class RecallIndex:
             ranges["at"] = Range(gte=since, lte=until)
         if news:
             ranges["news"] = Range(gt=0.0)
+        if told is not None:
+            ranges["told_until"] = Range(gt=told[0])
+            ranges["told_from"] = Range(lt=told[1])
         return Where(equals=equals, any_of=any_of, none_of=none_of, ranges=ranges)
 
     # --- rebuilding ---------------------------------------------------------------------

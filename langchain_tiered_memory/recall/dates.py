@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..text.sentences import is_question, sentences_of
 
-__all__ = ["TimeRange", "asked_part", "asks_current", "resolve", "tells_current"]
+__all__ = ["TimeRange", "asked_part", "asks_current", "resolve", "tells_current", "told_of"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -57,6 +57,9 @@ _LOOKS_AHEAD = re.compile(
 _LOOKS_BACK = re.compile(
     r"\b(did|was|were|had|went|said|told|mentioned|ago|last|yesterday|earlier)\b", re.IGNORECASE
 )
+#: After "last week" and the like, the date it is a part of ("the last week of August",
+#: "the last weekend before May 3"): read as that date, not as a week before now.
+_OF_DATE = re.compile(r"\s+(of|in|before|after)\s+(\d|" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")", re.I)
 #: After a weekday, a habit ("on Thursday evenings"), not a day.
 _HABIT = re.compile(r"\s+(mornings|afternoons|evenings|nights)\b")
 #: What a statement of how things stand now says: a change ("I've *switched* to tea", "my
@@ -148,7 +151,27 @@ def resolve(query: str, at: datetime) -> TimeRange | None:
     asked = asked_part(query)
     if asked is None:
         return None
-    query = asked
+    return _read(asked, at)
+
+
+def told_of(text: str, at: datetime) -> TimeRange | None:
+    """The past time a message said ``at`` tells of, or ``None``: "Yesterday my neighbour
+    and I ran a gardening class", said on the 17th, tells of the 16th. People report what
+    they did in words relative to when they say it ("last weekend", "two days ago"), and a
+    question names the time it happened ("on the 16th"): what was said a day or a month
+    later is still about then. Only what the message tells counts: its questions name
+    times they ask about, and plans ("next week") are not what happened."""
+    statements = [s for s in sentences_of(text) if s.strip() and not is_question(s)]
+    if not statements:
+        return None
+    told = " ".join(statements)
+    if _LOOKS_AHEAD.search(told) and not _LOOKS_BACK.search(told):
+        return None
+    return _read(told, at)
+
+
+def _read(query: str, at: datetime) -> TimeRange | None:
+    """The span of time ``query`` names, read against ``at`` (see :func:`resolve`)."""
     tz = at.tzinfo
     today = _day(at)
     text = query.lower()
@@ -168,6 +191,8 @@ def resolve(query: str, at: datetime) -> TimeRange | None:
         return _span(today, 1, "today")
 
     match = _LAST.search(text)
+    if match and _OF_DATE.match(text, match.end()):
+        match = None  # "the last week of August 2023": a part of the date named next
     if match:
         which, what = match.group(1), match.group(2)
         monday = today - timedelta(days=today.weekday())
@@ -222,7 +247,10 @@ def _explicit(query: str, at: datetime) -> TimeRange | None:
     if month is None:
         return None
     word = month.group(1).lower()
-    if word == "may" and not re.search(r"\b(in|last|this|of|on|since|until|during|early|late|mid)\s+may\b|\bmay\s+(\d|of)", query, re.I):
+    if word == "may" and not re.search(
+        r"\b(in|last|this|of|on|since|until|during|early|late|mid)\s+may\b|\bmay\s+(\d|of)|\b\d{1,2}(st|nd|rd|th)?\s+may\b",
+        query, re.I,
+    ):
         return None  # the verb, not the month
     from dateparser.search import search_dates  # type: ignore[import-untyped]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..backends.bm25 import content_words
-from .dates import tells_current
+from .dates import tells_current, told_of
 from ..text.sentences import only_asks, sentences_of
 from ..storage.message_format import decode, said
 from ..storage.rows import Unit
@@ -113,8 +113,13 @@ class DialogueLayer:
             news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
             # A span whose messages were all tool calls or system text has nothing to find.
             words = len(content_words(" ".join(line.text for line in own)))
-            out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at,
-                            fields={"current": 1, "asks": asks, "news": news, "words": words}))
+            fields: dict[str, Any] = {"current": 1, "asks": asks, "news": news, "words": words}
+            told = told_of(own[0].text, own[0].at) if u.grain == "turn" and own else None
+            if told is not None:
+                # The time the message tells of: a question naming it finds it (:mod:`.layer`).
+                fields["told_from"] = told.start.astimezone(timezone.utc).isoformat()
+                fields["told_until"] = told.end.astimezone(timezone.utc).isoformat()
+            out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at, fields=fields))
         return out
 
     def embed(

@@ -150,6 +150,9 @@ class RecallLayer:
             start = max(named.start - TIME_SLACK, since) if since else named.start - TIME_SLACK
             end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
             probes.append(Probe(query, vector, where(start, end), limit))
+            # And units said later that tell of then ("yesterday we ran a class").
+            probes.append(Probe(query, vector, self._index.where(user_id, grains, since=since, until=until,
+                                                                 told=(start, end)), limit))
         elif asks_current(query):
             # What tells of a change or of the present ("setting up my new OnePlus"), however
             # far its words are from the question's ("which handset do I have now?").

@@ -267,7 +267,9 @@ class Ranker:
     def _own(self, unit: UnitRow, c: Candidate, weigh: _Weigh) -> _Own:
         """How well a unit matches on its own (see the module docs)."""
         at = datetime.fromisoformat(unit.at)
-        value = weigh.asked.by(unit.speaker, weigh.timed(scoring.strength(c.dense, c.sparse, self._facts.calibration), at))
+        strength = scoring.strength(c.dense, c.sparse, self._facts.calibration)
+        told = (c.payload.get("told_from"), c.payload.get("told_until"))
+        value = weigh.asked.by(unit.speaker, weigh.timed(strength, at, told))
         value = weigh.asked.against(c.payload.get("asks"), value)
         value = weigh.news(c.payload.get("news"), value)
         words = c.payload.get("words")
@@ -379,16 +381,30 @@ class _Weigh:
             return relevance
         return 1.0 - (1.0 - relevance) * (1.0 - NEWS_WEIGHT * min(1.0, float(share)))
 
-    def timed(self, relevance: float, at: datetime | None) -> float:
-        """``relevance`` of a unit said ``at`` (``None``: unknown, so the most it can be)."""
+    def timed(self, relevance: float, at: datetime | None, told: object = None) -> float:
+        """``relevance`` of a unit said ``at`` (``None``: unknown, so the most it can be),
+        telling of the time ``told`` (``(start, end)`` as ISO 8601 strings; see
+        :func:`.dates.told_of`): a named time is matched by either."""
         if self._current:
             return relevance if at is None else relevance * (1.0 - CURRENT_WEIGHT * (1.0 - self.recency(at)))
         named = self.named
         if named is None:
             return relevance
-        if at is None or named.start - TIME_SLACK <= at < named.end + TIME_SLACK:
+        if at is None or named.start - TIME_SLACK <= at < named.end + TIME_SLACK or _tells_of(told, named):
             return 1.0 - (1.0 - relevance) * (1.0 - TIME_WEIGHT)
         return relevance * OFF_TIME
+
+
+def _tells_of(told: object, named: TimeRange) -> bool:
+    """Whether ``told``, the ``(start, end)`` a unit tells of (ISO 8601 strings, as its
+    point carries them), meets the time ``named``."""
+    if not isinstance(told, tuple) or not all(isinstance(t, str) for t in told):
+        return False
+    try:
+        start, end = (datetime.fromisoformat(t) for t in told)
+    except ValueError:
+        return False
+    return start < named.end + TIME_SLACK and named.start - TIME_SLACK < end
 
 
 def _said(c: Candidate, relevance: float, recency: float, rank: float | None = None) -> scoring.ScoreParts:

@@ -283,6 +283,13 @@ def _migrate_to_10(db: sqlite_utils.Database) -> None:
     )
 
 
+def _migrate_to_11(db: sqlite_utils.Database) -> None:
+    """Turn points carry ``told_from``/``told_until``: the time a message tells of
+    ("yesterday we ran a class", said on the 17th: the 16th), which a question naming that
+    time finds. Every unit's point is written again, its vector kept."""
+    db.execute(REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n``.
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _migrate_to_1,
@@ -295,4 +302,5 @@ MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     8: _migrate_to_8,
     9: _migrate_to_9,
     10: _migrate_to_10,
+    11: _migrate_to_11,
 }

@@ -200,6 +200,11 @@ def _migrate_to_10(tx: Tx) -> None:
     )
 
 
+def _migrate_to_11(tx: Tx) -> None:
+    """Every unit's point is written again, to carry the time a turn tells of (see ``schema.py``)."""
+    _run(tx, REFRESH_UNIT_POINTS)
+
+
 #: ``MIGRATIONS[n]`` brings a database from schema version ``n - 1`` to ``n`` (the versions
 #: of ``schema.py``: a database migrated from a directory is at the same version).
 MIGRATIONS: dict[int, Callable[[Tx], None]] = {
@@ -213,4 +218,5 @@ MIGRATIONS: dict[int, Callable[[Tx], None]] = {
     8: _migrate_to_8,
     9: _migrate_to_9,
     10: _migrate_to_10,
+    11: _migrate_to_11,
 }
