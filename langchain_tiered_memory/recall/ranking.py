@@ -92,8 +92,9 @@ NEIGHBOUR_WEIGHT = 0.5
 #: often still speaks of what was asked): on LoCoMo 0.2 raised R@10 by 0.02 with the
 #: session's share below; 0.4 less.
 FAR_NEIGHBOUR_WEIGHT = 0.2
-#: Candidates whose messages two places away are read even when the index did not find them.
-FAR_NEIGHBOURED = 10
+#: Candidates whose messages two places away are read even when the index did not find them
+#: (5 ranks as 10 did on LoCoMo, with :data:`NEIGHBOURED` 10: R@10 0.790 and 0.785).
+FAR_NEIGHBOURED = 5
 #: What a message gains from the best match among its thread's messages (a session is
 #: about a few subjects; the one where the question's subject came up holds its answer,
 #: in words the question may not share). On LoCoMo 0.4 raised R@10 by 0.02; 0.2–0.6 alike.
@@ -105,8 +106,9 @@ SESSION_WEIGHT = 0.4
 SENTENCE_WEIGHT = 0.7
 #: Candidates whose neighbours are read even when the index did not find them (the reply
 #: after a matching question is often the answer, in other words than the question's). On
-#: LoCoMo 15 ranks as 30 did (R@10 0.776 and 0.775), and recall takes 10% less time.
-NEIGHBOURED = 15
+#: LoCoMo 10 ranks as 15 and 30 did (R@10 0.786, 0.785; 0.776 and 0.775 before the time a
+#: message tells of counted), and each one fewer is fewer records read per turn.
+NEIGHBOURED = 10
 #: Distinct content words below which a message is mostly names and pleasantries ("That's
 #: the spirit! Bye!"): neutral on LoCoMo's questions (R@10 within 0.002), it keeps a
 #: goodbye from outranking a turn that says something when the dense leg alone finds both.
