@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from langchain_tiered_memory.recall.dates import resolve, tells_current, told_of
+from langchain_tiered_memory.recall.dates import asks_when, resolve, tells_current, told_of
 
 THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
 
@@ -89,3 +89,14 @@ def test_a_message_tells_of_the_time_it_names_read_from_when_it_was_said(text, s
 ])
 def test_a_message_that_asks_plans_or_names_no_time_tells_of_none(text):
     assert told_of(text, THURSDAY) is None
+
+
+@pytest.mark.parametrize("query, when", [
+    ("When did I start painting?", True),
+    ("What day was the move?", True),
+    ("How long ago did we meet?", True),
+    ("What do I paint?", False),
+    ("Where did the move take us?", False),
+])
+def test_a_question_asking_when_is_told_apart(query, when):
+    assert asks_when(query) is when

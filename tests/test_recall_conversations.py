@@ -162,6 +162,20 @@ def _told_of_a_day(memory: TieredMemory) -> None:
     assert bowling not in named or named.index(told) < named.index(bowling), named
 
 
+def test_a_question_asking_when_prefers_the_message_that_tells_a_time(memory):
+    sessions = [
+        [("Ava", "Painting is my favourite way to relax, I paint landscapes most evenings."),
+         ("Ben", "Love that, any favourites?"), ("Ava", "The coast near my parents' place, always."), ("Ben", "Nice.")],
+        [("Ben", "How did you get into art anyway?"),
+         ("Ava", "Three years ago a friend gave me a box of brushes and I was hooked."),
+         ("Ben", "What a gift!"), ("Ava", "Best present ever.")],
+    ]
+    texts = chat(memory, "ab", sessions, first="Ava")
+    hits = memory.recall("ab", "When did Ava get hooked on painting?", k=3, at=T0 + timedelta(days=30))
+    # Both match; the answer to "when" is the one said with a time.
+    assert texts[hits[0].message_ids[0]] == "Three years ago a friend gave me a box of brushes and I was hooked."
+
+
 def test_a_window_hit_names_its_messages_best_first(memory):
     texts = chat(memory, "w", [[
         ("Ana", "Morning! Did you sleep well?"), ("Ben", "Not really, the neighbours were loud."),

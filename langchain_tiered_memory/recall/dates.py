@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..text.sentences import is_question, sentences_of
 
-__all__ = ["TimeRange", "asked_part", "asks_current", "resolve", "tells_current", "told_of"]
+__all__ = ["TimeRange", "asked_part", "asks_current", "asks_when", "resolve", "tells_current", "told_of"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -80,6 +80,16 @@ _TELLS_CURRENT = re.compile(
     r"no longer|anymore|any more|instead|used to|" + _CHANGE_VERBS + r")\b",
     re.IGNORECASE,
 )
+
+
+#: A question about when something happened.
+_ASKS_WHEN = re.compile(r"\bwhen\b|\bhow long ago\b|\bwhat (?:date|day|month|year|time)\b", re.I)
+
+
+def asks_when(query: str) -> bool:
+    """Whether ``query`` asks when something happened ("when did I start painting?", "what
+    day was the move?"): its answer is said with a time (:func:`told_of`)."""
+    return bool(_ASKS_WHEN.search(query))
 
 
 def asks_current(query: str) -> bool:

@@ -24,8 +24,9 @@ conversation has shape it (bounded, so none can make a non-match relevant):
   Caroline paint?") ranks that speaker's turns ahead (:data:`NAMED_SPEAKER`; the names
   are left out of the query's embedding, in :mod:`.recall`, so that a short turn saying a
   name is not near every question about that person);
-- **when**: a named time keeps what was said then ahead, and what was said at other times
-  behind; a question about how things stand now ("these days", "currently") weighs what was
+- **when**: a named time keeps what was said then, or tells of then ("yesterday we ran a
+  workshop", said the day after), ahead, and what was said at other times behind; a
+  question asking when prefers what tells a time (:data:`WHEN_WEIGHT`); a question about how things stand now ("these days", "currently") weighs what was
   said last more, and what tells of a change or of the present ("I've switched to tea",
   "my new phone") more, since such a statement is the answer however far its words are
   from the question's; otherwise newer evidence wins near-ties (``decay`` per day since said);
@@ -55,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import scoring
 from .asked import Asked
-from .dates import TimeRange, asks_current
+from .dates import TimeRange, asks_current, asks_when
 from ..index.points import Candidate
 from ..storage.units import unit_id
 
@@ -114,6 +115,12 @@ NEIGHBOURED = 10
 #: goodbye from outranking a turn that says something when the dense leg alone finds both.
 #: Such a message keeps ``(words + 1) / FILLER_WORDS`` of its relevance (names count).
 FILLER_WORDS = 4
+#: For a question that asks when ("when did she start painting?"): what a message that tells
+#: of a time ("I started painting a few years ago", "yesterday we signed the lease") adds to
+#: its match, if it is a match at all: the answer to "when" is said with a time. On LoCoMo
+#: 0.15 raised temporal questions' R@10 0.835 -> 0.847 (0.25: 0.854, but LongChat's dated
+#: questions lost one in their first ten).
+WHEN_WEIGHT = 0.15
 #: Slack around a named time (a thing said the evening before "yesterday" still counts).
 TIME_SLACK = timedelta(hours=12)
 #: Records read per batch, per result wanted (the first batch usually settles the ranking).
@@ -274,6 +281,7 @@ class Ranker:
         value = weigh.asked.by(unit.speaker, weigh.timed(strength, at, told))
         value = weigh.asked.against(c.payload.get("asks"), value)
         value = weigh.news(c.payload.get("news"), value)
+        value = weigh.when(told, value)
         words = c.payload.get("words")
         content = 1.0
         if isinstance(words, (int, float)):
@@ -365,6 +373,17 @@ class _Weigh:
     config: MemoryConfig
     asked: Asked
     named: TimeRange | None
+
+    @cached_property
+    def _when(self) -> bool:
+        return asks_when(self.asked.query)
+
+    def when(self, told: tuple[object, object], relevance: float) -> float:
+        """``relevance`` of a unit that tells of the time ``told`` (``(None, None)``: of
+        none): more, for a question that asks when, if it is a match at all."""
+        if not self._when or not isinstance(told[0], str) or relevance < self.config.score_threshold:
+            return relevance
+        return relevance + WHEN_WEIGHT
 
     @cached_property
     def _current(self) -> bool:
