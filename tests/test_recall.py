@@ -430,3 +430,25 @@ def test_recall_returns_the_grains_asked_for_and_no_others(memory):
             assert found and found <= set(grains), (grains, found)
             seen |= found
     assert seen == set(GRAINS)
+
+
+def test_telling_news_or_the_time_named_never_lowers_a_strong_match():
+    # A match's strength is uncapped (cosine + BM25/33 often passes 1): the noisy ORs that
+    # raise what tells of a change, or what was said at the time a question names, must not
+    # pull such a match below the same match without them.
+    from datetime import datetime, timezone
+
+    from langchain_tiered_memory import MemoryConfig
+    from langchain_tiered_memory.recall.asked import Asked
+    from langchain_tiered_memory.recall.dates import resolve
+    from langchain_tiered_memory.recall.ranking import _Weigh
+
+    at = datetime(2024, 6, 1, tzinfo=timezone.utc)
+    now = _Weigh(MemoryConfig(), Asked("Which phone do I use these days?", at), None)
+    for strength in (0.4, 1.0, 1.3):
+        assert now.news(1.0, strength) >= strength
+    query = "What did I do last weekend?"
+    named = _Weigh(MemoryConfig(), Asked(query, at), resolve(query, at))
+    then = datetime(2024, 5, 25, 12, tzinfo=timezone.utc)
+    for strength in (0.4, 1.0, 1.3):
+        assert named.timed(strength, then) >= strength
