@@ -134,10 +134,14 @@ class RecallLayer:
     ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
-        # The speakers a question names are matched by who said a turn (ranking), not by the
-        # embedding: a name pulls every short turn that says it ("Go get 'em, Jon!") towards
-        # the question. BM25 still reads the whole question.
-        vector = self._index.embed_query(self.embedded_text(user_id, query))
+        # The speakers a question names are matched by who said a turn (ranking), not by its
+        # words: in the embedding a name pulls every short turn that says it ("Go get 'em,
+        # Jon!") towards the question, and in BM25 it matches every line that names or
+        # addresses that person and every line they said (each turn's text begins with its
+        # speaker). On LoCoMo, leaving the names to the ranking in both legs raised R@10
+        # 0.793 -> 0.803 and R@5 0.699 -> 0.725 (with NAMED_SPEAKER 0.5).
+        unnamed = self.embedded_text(user_id, query)
+        vector = self._index.embed_query(unnamed)
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
 
@@ -145,19 +149,19 @@ class RecallLayer:
             return self._index.where(user_id, grains, since=start, until=end, news=news)
 
         # Every search of the question goes to the index in one batch.
-        probes = [Probe(query, vector, where(since, until), limit)]
+        probes = [Probe(unnamed, vector, where(since, until), limit)]
         if named is not None:
             # Units said then, however far their words are from the question's.
             start = max(named.start - TIME_SLACK, since) if since else named.start - TIME_SLACK
             end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
-            probes.append(Probe(query, vector, where(start, end), limit))
+            probes.append(Probe(unnamed, vector, where(start, end), limit))
             # And units said later that tell of then ("yesterday we ran a class").
-            probes.append(Probe(query, vector, self._index.where(user_id, grains, since=since, until=until,
+            probes.append(Probe(unnamed, vector, self._index.where(user_id, grains, since=since, until=until,
                                                                  told=(start, end)), limit))
         elif asks_current(query):
             # What tells of a change or of the present ("setting up my new OnePlus"), however
             # far its words are from the question's ("which handset do I have now?").
-            probes.append(Probe(query, vector, where(since, until, news=True), limit))
+            probes.append(Probe(unnamed, vector, where(since, until, news=True), limit))
         direct = len(probes)
         for relation, name in self._linked_names(user_id, query):
             # The second hop: the same question about the person the relation names (in a

@@ -22,8 +22,8 @@ conversation has shape it (bounded, so none can make a non-match relevant):
 - **who said it**: a question in the first person ("where do *I* live?") is about what the
   user said, so the assistant's turns count for less; one that names a speaker ("what did
   Caroline paint?") ranks that speaker's turns ahead (:data:`NAMED_SPEAKER`; the names
-  are left out of the query's embedding, in :mod:`.recall`, so that a short turn saying a
-  name is not near every question about that person);
+  are left out of the query's embedding and its BM25 terms, in :mod:`.layer`, so that a
+  short turn saying a name is not near every question about that person);
 - **when**: a named time keeps what was said then, or tells of then ("yesterday we ran a
   workshop", said the day after), ahead, and what was said at other times behind; a
   question asking when prefers what tells a time (:data:`WHEN_WEIGHT`); a question about how things stand now ("these days", "currently") weighs what was
@@ -83,8 +83,9 @@ NEWS_WEIGHT = 0.2
 #: What a turn of the speaker a question names ("what did Caroline paint?") gains in the
 #: ranking (not in its relevance: naming someone does not make all they said relevant).
 #: On LoCoMo 96% of the evidence of questions naming one of the two speakers was said by
-#: that speaker; 0.2 ranks as well as 0.1–0.3 (R@10 within 0.01), none 0.03 lower.
-NAMED_SPEAKER = 0.28
+#: that speaker. Since the names are left out of both legs' query (:mod:`.layer`), this is
+#: what matches them: 0.45-0.8 rank alike (R@10 0.801-0.803), 0.28 lower (0.799).
+NAMED_SPEAKER = 0.5
 #: How much of its best neighbour's relevance a message gains (:func:`scoring.in_context`).
 #: On LoCoMo, 0.5 of the neighbour's ranking score raised R@10 0.68 → 0.75; 0.3 and 0.8
 #: less, and more lets a chatty neighbour outrank the answer.
