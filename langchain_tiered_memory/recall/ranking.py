@@ -26,8 +26,9 @@ conversation has shape it (bounded, so none can make a non-match relevant):
   short turn saying a name is not near every question about that person);
 - **when**: a named time keeps what was said then, or tells of then ("yesterday we ran a
   workshop", said the day after), ahead, and what was said at other times behind; a
-  question asking when prefers what tells a time (:data:`WHEN_WEIGHT`); a question about how things stand now ("these days", "currently") weighs what was
-  said last more, and what tells of a change or of the present ("I've switched to tea",
+  question asking when prefers what tells a time (:data:`WHEN_WEIGHT`); a question about
+  how things stand now ("these days", "currently") weighs what was said last more, and
+  what tells of a change or of the present ("I've switched to tea",
   "my new phone") more, since such a statement is the answer however far its words are
   from the question's; otherwise newer evidence wins near-ties (``decay`` per day since said);
 - **asking or telling**: to a question, a unit that is itself a question ("any advice on
