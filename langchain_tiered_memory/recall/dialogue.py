@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..backends.bm25 import content_words
+from ..backends.filters import iso
 from .dates import tells_current, told_of
 from ..text.sentences import only_asks, sentences_of
 from ..storage.message_format import decode, said
@@ -117,8 +118,7 @@ class DialogueLayer:
             told = told_of(own[0].text, own[0].at) if u.grain == "turn" and own else None
             if told is not None:
                 # The time the message tells of: a question naming it finds it (:mod:`.layer`).
-                fields["told_from"] = told.start.astimezone(timezone.utc).isoformat()
-                fields["told_until"] = told.end.astimezone(timezone.utc).isoformat()
+                fields["told_from"], fields["told_until"] = iso(told.start), iso(told.end)
             out.append(Unit(id=u.id, user_id=u.user_id, grain=u.grain, text=text or " ", at=u.at, fields=fields))
         return out
 

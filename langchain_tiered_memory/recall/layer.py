@@ -145,8 +145,11 @@ class RecallLayer:
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         named = resolve(query, at)
 
-        def where(start: datetime | None, end: datetime | None, news: bool = False) -> Where:
-            return self._index.where(user_id, grains, since=start, until=end, news=news)
+        def where(
+            start: datetime | None, end: datetime | None, news: bool = False,
+            told: tuple[datetime, datetime] | None = None,
+        ) -> Where:
+            return self._index.where(user_id, grains, since=start, until=end, news=news, told=told)
 
         # Every search of the question goes to the index in one batch.
         probes = [Probe(unnamed, vector, where(since, until), limit)]
@@ -156,8 +159,7 @@ class RecallLayer:
             end = min(named.end + TIME_SLACK, until) if until else named.end + TIME_SLACK
             probes.append(Probe(unnamed, vector, where(start, end), limit))
             # And units said later that tell of then ("yesterday we ran a class").
-            probes.append(Probe(unnamed, vector, self._index.where(user_id, grains, since=since, until=until,
-                                                                 told=(start, end)), limit))
+            probes.append(Probe(unnamed, vector, where(since, until, told=(start, end)), limit))
         elif asks_current(query):
             # What tells of a change or of the present ("setting up my new OnePlus"), however
             # far its words are from the question's ("which handset do I have now?").
