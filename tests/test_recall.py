@@ -375,6 +375,49 @@ def test_quoting_joins_touching_evidence_shortens_neighbours_and_keeps_the_budge
     assert small is not None and small.tokens <= 60 and small.tokens == counter.count_text(small.text)
 
 
+def test_a_passage_dates_its_first_line_and_each_resumption_only():
+    """Within one exchange a date on every line says nothing new and costs a dozen tokens a
+    line: the passage dates its first line, and a line said on another day or an hour
+    after the one above it; the budget still holds, and buys more evidence."""
+    from langchain_tiered_memory.recall.dialogue import Line
+    from langchain_tiered_memory.recall.layer import Evidence
+    from langchain_tiered_memory.recall.quotes import quote_evidence
+    from langchain_tiered_memory.tokens import TiktokenCounter
+
+    at = datetime(2025, 3, 1, 12, tzinfo=timezone.utc)
+    when = [at, at + timedelta(minutes=1), at + timedelta(minutes=3), at + timedelta(hours=2),
+            at + timedelta(hours=2, minutes=1), at + timedelta(days=1)]
+    counter = TiktokenCounter()
+    lines = [Line(f"m{s}", s, t, "Ana" if s % 2 else "Ben", f"line {s} about the garden shed",
+                  counter.count_message(HumanMessage(f"line {s} about the garden shed")))
+             for s, t in enumerate(when)]
+    window = Evidence("window", "w", "", at, tuple(x.message_id for x in lines), 0.9, 0.9, "t", None, tuple(lines))
+    quoted = quote_evidence([window], 10_000, counter)
+    assert quoted is not None
+    rows = quoted.text.splitlines()
+    assert rows == [
+        "- Ben (2025-03-01 12:00): line 0 about the garden shed",
+        "  Ana: line 1 about the garden shed",
+        "  Ben: line 2 about the garden shed",
+        "  Ana (2025-03-01 14:00): line 3 about the garden shed",  # two hours on: resumed
+        "  Ben: line 4 about the garden shed",
+        "  Ana (2025-03-02 12:00): line 5 about the garden shed",  # the next day
+    ]
+    assert quoted.tokens == counter.count_text(quoted.text)
+
+    # Many one-line pieces of evidence from one exchange, in a budget that fits few: the
+    # pieces that fit are within it, and undated lines fit more of them than dated ones.
+    chat = [Line(f"c{s}", s, at + timedelta(minutes=s), "Ana" if s % 2 else "Ben", f"we talked about tomatoes {s}",
+                 counter.count_message(HumanMessage(f"we talked about tomatoes {s}"))) for s in range(40)]
+    pieces = [Evidence("turn", f"u{s}", x.text, x.at, (x.message_id,), 0.9, 0.9, "t", None, (x,))
+              for s, x in enumerate(chat)]
+    small = quote_evidence(pieces, 150, counter)
+    assert small is not None and small.tokens <= 150 and small.tokens == counter.count_text(small.text)
+    dated_each = sum(counter.count_text("  " + x.render(time=True) + "\n") for x in chat[: len(small.shown)])
+    assert dated_each > 150  # with a date on every line, as many would not have fitted
+    assert small.text.count("(2025-") == 1
+
+
 def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkeypatch):
     from langchain_tiered_memory.recall import ranking
     t0 = datetime(2025, 2, 1, 9, tzinfo=timezone.utc)

@@ -61,12 +61,13 @@ class Line:
         only asks)."""
         return self.speaker != "assistant" and tells_current(self.text) and not self.asks
 
-    def render(self, *, time: bool = False, limit: int | None = None) -> str:
-        """``speaker (date): text`` on one line (``time``: with the hour)."""
+    def render(self, *, time: bool = False, limit: int | None = None, stamp: bool = True) -> str:
+        """``speaker (date): text`` on one line (``time``: with the hour; ``stamp=False``:
+        ``speaker: text``, for a line whose date the line above it already gives)."""
         text = " ".join(self.text.split())
         if limit is not None and len(text) > limit:
             text = text[: limit - 1] + "…"
-        return self.prefix(time=time) + text
+        return (self.prefix(time=time) if stamp else f"{self.speaker}: ") + text
 
     def prefix(self, *, time: bool = False) -> str:
         """What :meth:`render` puts before the text: ``speaker (date): ``."""

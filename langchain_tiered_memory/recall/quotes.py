@@ -8,13 +8,18 @@ or touch joins one passage, in the order they were said, so no message is quoted
 a question's answer reads with what was said around it. Where budget is left, the message
 before and after each matching turn joins its passage too — shortened, since it is there
 for context and a long reply would crowd out evidence.
+
+A passage's first line carries its date and time; a later line carries them again only
+where the conversation resumed (another day, or an hour after the line above). Within one
+exchange the stamp said nothing new and cost a dozen tokens a line — about an eighth of
+the section — which now quotes more evidence instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from .dialogue import Line
@@ -23,14 +28,19 @@ if TYPE_CHECKING:
     from .evidence import Evidence
     from ..tokens import TokenCounter
 
-__all__ = ["LINE_FRAME", "NEIGHBOUR_CHARS", "Quoted", "quote_evidence"]
+__all__ = ["BARE_FRAME", "LINE_FRAME", "NEIGHBOUR_CHARS", "RESUMED", "Quoted", "quote_evidence"]
 
 #: A neighbouring message is quoted up to this many characters (about 60 tokens).
 NEIGHBOUR_CHARS = 280
-#: What a quoted line costs beyond its message's stored count: the indent, speaker, date,
-#: time and newline take about 15 tokens, of which the stored count's chat-format overhead
-#: (4) already pays some; one more for safety.
-LINE_FRAME = 12
+#: What a quoted line costs beyond its message's stored count (chat format: its role or
+#: name and about 4 tokens of overhead): the indent, speaker, date, time and newline. On
+#: LoCoMo's messages it was 5-9; one more for safety.
+LINE_FRAME = 10
+#: The same for a line without its date and time: -6 to -2 there (the stored overhead pays
+#: for the indent, speaker and newline); 0 is safe.
+BARE_FRAME = 0
+#: A line said this long after the line above it (or on another day) is stamped again.
+RESUMED = timedelta(hours=1)
 
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
@@ -51,8 +61,18 @@ class _Passage:
     tokens: int = 0
     at: datetime | None = None  # when its newest line was said
 
+    def stamped(self, seq: int) -> bool:
+        """Whether the line at ``seq`` carries its date: the first line, and one where the
+        conversation resumed after the line above it."""
+        before = [s for s in self.lines if s < seq]
+        if not before:
+            return True
+        above, line = self.lines[max(before)].at, self.lines[seq].at
+        return line.date() != above.date() or line - above >= RESUMED
+
     def text(self, seq: int) -> str:
-        return self.lines[seq].render(time=True, limit=NEIGHBOUR_CHARS if seq in self.context else None)
+        limit = NEIGHBOUR_CHARS if seq in self.context else None
+        return self.lines[seq].render(time=True, limit=limit, stamp=self.stamped(seq))
 
     def render(self) -> list[str]:
         if self.head is not None:
@@ -87,14 +107,17 @@ def quote_evidence(
     # stored with it (counted once, when it was written) plus its speaker and date, so
     # trying a candidate encodes nothing; a shortened line is short to count. The section
     # is counted exactly at the end, and trimmed should the estimate have fallen short.
-    counted: dict[tuple[str | None, int, bool], int] = {}
+    counted: dict[tuple[str | None, int, bool, bool], int] = {}
 
     def line_cost(p: _Passage, seq: int) -> int:
-        key = (p.thread_id, seq, seq in p.context)
+        stamped = p.stamped(seq)
+        line = p.lines[seq]
+        # Only a neighbour cut short is counted afresh: one quoted whole costs its count.
+        cut = seq in p.context and len(line.text) > NEIGHBOUR_CHARS
+        key = (p.thread_id, seq, cut, stamped)
         if key not in counted:
-            line = p.lines[seq]
-            if line.tokens is not None and seq not in p.context:
-                counted[key] = line.tokens + LINE_FRAME
+            if line.tokens is not None and not cut:
+                counted[key] = line.tokens + (LINE_FRAME if stamped else BARE_FRAME)
             else:
                 counted[key] = counter.count_text("  " + p.text(seq) + "\n")
         return counted[key]
