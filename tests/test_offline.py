@@ -299,6 +299,14 @@ class TestRules:
         assert names("We land in Paris 10:30 tomorrow, then Berlin 2019 memories.") == ["Paris", "Berlin"]
         assert names("We stayed at the Hilton 3 nights.") == ["Hilton"]
 
+    def test_an_interjection_or_a_short_day_is_no_part_of_a_name(self):
+        def names(text: str) -> list[str]:
+            return [e.name for e in turn(text).entities]
+
+        # Greetings open a sentence capitalised and ran into the name after them.
+        assert names("Woohoo Melanie, that is great news!") == ["Melanie"]
+        assert names("Yeah Mel, see you on Fri at the Louvre.") == ["Mel", "Louvre"]
+
     def test_proper_nouns_stop_at_punctuation_and_share_a_list_context(self):
         assert [(e.name, e.type) for e in turn("I visited Rome, Paris and Berlin.").entities] == [
             ("Rome", "place"),

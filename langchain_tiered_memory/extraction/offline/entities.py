@@ -28,7 +28,11 @@ NOT_PROPER = {
     "if", "then", "now", "today", "tomorrow", "yesterday", "tonight", "mom", "dad", "ai",
     "always", "never", "remember", "just", "well", "sure", "great", "good", "cool", "nice",
     "user", "assistant", "bot", "chatgpt", "am", "pm", "tv", "asap",
-} | _DAYS_MONTHS
+    # Interjections open a sentence capitalised and run into the name after them ("Woohoo
+    # Melanie!", "Yeah Mel"): on LoCoMo's chats they made entities of greetings.
+    "yeah", "yep", "yup", "yay", "woohoo", "woo", "hooray", "haha", "hah", "omg", "aw", "aww",
+    "awesome", "congrats", "congratulations", "hmm", "ah", "whoa", "wohoo", "gosh", "ugh", "hiya",
+} | _DAYS_MONTHS | {"mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri"}
 _TITLES = {"mr", "mrs", "ms", "dr", "prof", "sir", "madam", "aunt", "uncle", "saint", "st"}
 NATIONALITIES = {
     "english", "french", "german", "spanish", "italian", "portuguese", "dutch", "russian",
