@@ -241,8 +241,15 @@ def extraction(memory: TieredMemory, conversations: list[Conversation]) -> dict[
             sources.update(i for entry in page for i in entry.source_message_ids)
     observed = [(conv, dia) for conv in conversations for _, dia in conv.observations]
     covered = sum(message_id(conv, dia) in sources for conv, dia in observed)
+    # The rules read the user's messages only (the first speaker is fed as the user, the
+    # other as the assistant): the facts they can distil are those the user said.
+    said = {(conv.id, t.id): t.speaker == conv.speakers[0] for conv in conversations for t in conv.turns}
+    own = [(conv, dia) for conv, dia in observed if said.get((conv.id, dia))]
+    own_covered = sum(message_id(conv, dia) in sources for conv, dia in own)
     return {"observations": len(observed), "covered": covered,
-            "share": covered / len(observed) if observed else None, "memories": made}
+            "share": covered / len(observed) if observed else None, "memories": made,
+            "user_observations": len(own), "user_covered": own_covered,
+            "user_share": own_covered / len(own) if own else None}
 
 
 def aggregate(records: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
@@ -317,6 +324,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines += ["", "## Extraction", "",
                   f"Offline extractor: {ex['memories']:,} memories; {ex['covered']:,} of {ex['observations']:,} "
                   f"observed facts ({_f(ex['share'])}) have their evidence turn among the memories' sources."]
+        if ex.get("user_observations"):
+            lines[-1] += (f" The rules read the user's messages only (the first speaker is fed as the user): of the "
+                          f"{ex['user_observations']:,} facts the user said, {ex['user_covered']:,} "
+                          f"({_f(ex['user_share'])}).")
     lines += ["", "## Speed", "",
               "Ingest: ours is `after_turn` for every exchange and `flush()` (turns, windows and sentences "
               "embedded and indexed, extraction, episodes); dense embeds each turn once, the anchor of the "

@@ -13,6 +13,7 @@ from langchain_tiered_memory.extraction import USER_ENTITY, Extractor, TurnExtra
 from langchain_tiered_memory.extraction.offline import (
     OfflineExtractor,
     compress_extractive,
+    extractive_episode,
     extract_rules,
     extractive_summary,
     split_sentences,
@@ -402,6 +403,20 @@ class TestExtractiveSummary:
             "assistant: Done: we agreed on Hotel Artemide for three nights.",
         ]
         assert "Hi there!" not in extractive_summary(CONVERSATION, max_tokens=1000, counter=counter)
+
+    def test_a_named_speaker_is_credited_by_name(self, counter):
+        # Two people talking through one app: both are "user" messages, told apart by name.
+        chat = [
+            HumanMessage("I ran a charity race for mental health last Saturday.", name="Mel"),
+            HumanMessage("That sounds great! I joined a pottery class this week.", name="Caro"),
+            AIMessage("Sounds like a busy week for both of you."),
+        ]
+        text = extractive_summary(chat, max_tokens=200, counter=counter)
+        assert "Mel: I ran a charity race for mental health last Saturday." in text.splitlines()
+        assert "Caro: I joined a pottery class this week." in text.splitlines()
+        assert "user:" not in text
+        episode = extractive_episode(chat, counter)
+        assert "Mel: I ran a charity race" in episode.summary and "user:" not in episode.summary
 
     def test_long_messages_stay_bounded(self, counter):
         wall = HumanMessage(" ".join(f"Sentence {i} mentions Zurich and {i * 7} francs." for i in range(300)))

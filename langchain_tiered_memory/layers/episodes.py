@@ -160,8 +160,11 @@ class EpisodeLayer:
         return bool(query and query.strip()) and self._storage.episodes.exists()
 
     def _probe(self, user_id: str, query: str) -> Probe:
+        # Both legs without the speakers' names, as recall searches: an episode's lines are
+        # credited to their speakers ("Mel: …"), so a name in the BM25 query would match
+        # every episode that person spoke in.
         text = self._embedded(user_id, query) if self._embedded is not None else query
-        return Probe(query, self._index.embed_query(text), self._index.where(user_id, self.grains), _CANDIDATES)
+        return Probe(text, self._index.embed_query(text), self._index.where(user_id, self.grains), _CANDIDATES)
 
     def _ranked(
         self, user_id: str, found: Sequence[Candidate], since: datetime | None, until: datetime | None, k: int

@@ -80,6 +80,9 @@ class _Unit:
     text: str
     score: float
     tokens: int = 0
+    #: Who said it, as the line shows: the message's ``name`` where it has one (in a chat
+    #: between named people "user:" and "assistant:" would credit the wrong person).
+    who: str = ""
 
 
 def _salience(sentence: str, label: str, pos: int, total: int) -> float:
@@ -101,23 +104,35 @@ def _salience(sentence: str, label: str, pos: int, total: int) -> float:
 
 
 def _units(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[_Unit]:
-    raw: list[tuple[str, str]] = []
+    raw: list[tuple[str, str, str]] = []
     for message in messages:
         label = speaker(message)
         if label not in ("user", "assistant"):
             continue  # system prompts and tool output are not conversation
+        who = _name(message) or label
         for sentence in split_sentences(message_text(message)[:MAX_OFFLINE_CHARS]):
-            raw.append((label, sentence))
+            raw.append((label, who, sentence))
     units = []
-    for pos, (label, sentence) in enumerate(raw):
+    for pos, (label, who, sentence) in enumerate(raw):
         if counter.count_text(sentence) > MAX_SENTENCE_TOKENS:
             sentence = counter.truncate_text(sentence, MAX_SENTENCE_TOKENS).rstrip() + "…"
-        units.append(_Unit(pos, label, sentence, _salience(sentence, label, pos, len(raw))))
+        units.append(_Unit(pos, label, sentence, _salience(sentence, label, pos, len(raw)), who=who))
     return units
 
 
+#: A speaker's name is shown up to this many characters.
+MAX_NAME_CHARS = 64
+
+
+def _name(message: BaseMessage) -> str:
+    """The message's speaker name, one line of plain words (it is shown as a label)."""
+    name = getattr(message, "name", None)
+    return " ".join(name.split())[:MAX_NAME_CHARS] if isinstance(name, str) else ""
+
+
 def _line(unit: _Unit) -> str:
-    return f"{unit.label}: {unit.text}" if unit.label else unit.text
+    who = unit.who or unit.label
+    return f"{who}: {unit.text}" if who else unit.text
 
 
 def _select(units: list[_Unit], budget: int, counter: TokenCounter) -> list[_Unit]:
@@ -260,11 +275,16 @@ def extractive_episode(
     counter = counter or TiktokenCounter()
     summary = extractive_summary(messages, max_tokens=EPISODE_SUMMARY_TOKENS, counter=counter)
     texts = [(speaker(m), message_text(m)[:MAX_OFFLINE_CHARS]) for m in messages]
+    names = [_name(m) or speaker(m) for m in messages]
     sentences = [
         (label, s) for label, t in texts if label in ("user", "assistant") for s in split_sentences(t)
     ]
     if not summary:
-        first = next((f"{label}: {s}" for label, s in sentences), "")
+        first = next(
+            (f"{who}: {s}" for who, (label, t) in zip(names, texts) if label in ("user", "assistant")
+             for s in split_sentences(t)),
+            "",
+        )
         summary = first or f"A conversation of {len(messages)} messages without text."
     decisions: list[str] = []
     for _, sentence in sentences:
