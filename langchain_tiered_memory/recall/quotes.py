@@ -61,23 +61,25 @@ class _Passage:
     tokens: int = 0
     at: datetime | None = None  # when its newest line was said
 
-    def stamped(self, seq: int) -> bool:
-        """Whether the line at ``seq`` carries its date: the first line, and one where the
-        conversation resumed after the line above it."""
-        before = [s for s in self.lines if s < seq]
-        if not before:
-            return True
-        above, line = self.lines[max(before)].at, self.lines[seq].at
-        return line.date() != above.date() or line - above >= RESUMED
+    def stamps(self) -> list[tuple[int, bool]]:
+        """Each line's seq, in order, and whether it carries its date: the first line, and
+        one where the conversation resumed after the line above it."""
+        out: list[tuple[int, bool]] = []
+        above: datetime | None = None
+        for seq in sorted(self.lines):
+            at = self.lines[seq].at
+            out.append((seq, above is None or at.date() != above.date() or at - above >= RESUMED))
+            above = at
+        return out
 
-    def text(self, seq: int) -> str:
+    def text(self, seq: int, stamped: bool) -> str:
         limit = NEIGHBOUR_CHARS if seq in self.context else None
-        return self.lines[seq].render(time=True, limit=limit, stamp=self.stamped(seq))
+        return self.lines[seq].render(time=True, limit=limit, stamp=stamped)
 
     def render(self) -> list[str]:
         if self.head is not None:
             return [self.head]
-        return [("- " if i == 0 else "  ") + self.text(seq) for i, seq in enumerate(sorted(self.lines))]
+        return [("- " if i == 0 else "  ") + self.text(seq, stamped) for i, (seq, stamped) in enumerate(self.stamps())]
 
     def touches(self, thread_id: str | None, seqs: Sequence[int]) -> bool:
         if self.head is not None or thread_id != self.thread_id or not self.lines:
@@ -109,8 +111,7 @@ def quote_evidence(
     # is counted exactly at the end, and trimmed should the estimate have fallen short.
     counted: dict[tuple[str | None, int, bool, bool], int] = {}
 
-    def line_cost(p: _Passage, seq: int) -> int:
-        stamped = p.stamped(seq)
+    def line_cost(p: _Passage, seq: int, stamped: bool) -> int:
         line = p.lines[seq]
         # Only a neighbour cut short is counted afresh: one quoted whole costs its count.
         cut = seq in p.context and len(line.text) > NEIGHBOUR_CHARS
@@ -119,13 +120,13 @@ def quote_evidence(
             if line.tokens is not None and not cut:
                 counted[key] = line.tokens + (LINE_FRAME if stamped else BARE_FRAME)
             else:
-                counted[key] = counter.count_text("  " + p.text(seq) + "\n")
+                counted[key] = counter.count_text("  " + p.text(seq, stamped) + "\n")
         return counted[key]
 
     def cost(p: _Passage) -> int:
         if p.head is not None:
             return counter.count_text(p.head + "\n")
-        return sum(line_cost(p, seq) for seq in p.lines)
+        return sum(line_cost(p, seq, stamped) for seq, stamped in p.stamps())
 
     for e in evidence:
         if e.grain in ("fact", "session"):
