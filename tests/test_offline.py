@@ -335,6 +335,26 @@ class TestRules:
         )
         assert result == TurnExtraction(method="rules")
 
+    def test_what_the_user_has_been_doing_and_is_considering(self):
+        def said(text: str) -> list[str]:
+            return [m.content for m in turn(text).memories]
+
+        assert said("Since we last chatted, I've been blogging about politics and the government.") == [
+            "The user has been blogging about politics and the government."
+        ]
+        assert said("I have been volunteering at the animal shelter on weekends.") == [
+            "The user has been volunteering at the animal shelter on weekends."
+        ]
+        assert said("I'm considering going into policymaking because of my degree.") == [
+            "The user is considering going into policymaking."
+        ]
+        assert said("I'm thinking about getting a new bike.") == ["The user is considering getting a new bike."]
+        # A passing state, talk, or a question: nothing to remember.
+        for text in ("I've been thinking about it a lot.", "I've been looking forward to this!",
+                     "I've been feeling great lately.", "Have you been running lately?",
+                     "I'm thinking about you.", "Are you considering moving?"):
+            assert said(text) == [], text
+
     def test_questions_and_hypotheticals_are_skipped(self):
         assert turn("Where do I live?", "If I lived in Rome I would be happy", "What if I moved to Oslo?").memories == []
 

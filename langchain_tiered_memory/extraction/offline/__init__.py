@@ -26,6 +26,8 @@ pattern (examples)                            result                       impor
 "I visited/went to/bought/met X"              experience                   0.6
 "I always/usually/never X" (a habit)          fact                         0.6
 "I speak X", "I'm learning X", "I have X"     fact                         0.6
+"I've been blogging about X" (an activity)    fact: "has been blogging …"  0.6
+"I'm considering/thinking about doing X"      fact: "is considering …"     0.6
 "joined a X club", "took up X"                fact: "the user's hobby is X"  0.6
 "signed up for a X class/course"              fact: "the user is learning X"  0.6
 "my new X", "got a X to replace my Y"         fact: "has a new X", "new Y"   0.6

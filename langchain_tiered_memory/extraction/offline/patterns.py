@@ -221,6 +221,26 @@ R_LEARNING = _rx(
 R_EXPERIENCE = _rx(
     rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
 )
+#: What someone is doing these days, said as "I've been …ing …" ("I've been blogging about
+#: politics", "I've been volunteering at the shelter"); not the verbs of a passing state or
+#: of talk ("I've been thinking about it", "I've been looking forward to this"), nor those
+#: R_LEARNING reads.
+NOT_ACTIVITIES = frozenset({
+    "thinking", "wondering", "meaning", "trying", "hoping", "wanting", "waiting", "looking",
+    "going", "getting", "doing", "having", "saying", "telling", "asking", "feeling", "being",
+    "dying", "loving", "enjoying", "missing", "learning", "studying", "practicing", "practising",
+    "training", "saving", "preparing", "planning", "working", "keeping", "seeing",
+})
+# "I've been blogging about politics", "I have been volunteering at the shelter".
+R_ACTIVITY = _rx(
+    rf"{_I}(?i:(?:'ve|\s+have)\s+(?:(?:really|also|just|recently|lately)\s+)?been\s+(?:(?:really|busy)\s+)?)"
+    r"(?P<verb>[a-z]{3,}ing)\s+(?P<obj>.+)"
+)
+# "I'm considering adopting a rescue dog", "I'm thinking about going into policymaking".
+R_CONSIDERING = _rx(
+    rf"{_IM}(?i:\s+(?:(?:really|seriously|also|now)\s+)?(?P<verb>considering|thinking\s+(?:about|of)))\s+"
+    r"(?P<obj>[a-z]+ing\b.+)"
+)
 #: What people join for a pastime ("the chess club"), and to learn something ("a pottery class").
 PASTIME_GROUPS = ("club", "group", "team", "league", "society", "meetup", "choir", "band", "crew")
 LEARNING_GROUPS = ("class", "classes", "course", "courses", "lessons", "workshop", "workshops")

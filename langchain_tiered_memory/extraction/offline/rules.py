@@ -24,6 +24,7 @@ from .patterns import (
     LEARNING_GROUPS,
     LIKE_VERBS,
     MARITAL,
+    NOT_ACTIVITIES,
     NOT_PASTIMES,
     NOW_START,
     NOT_PEOPLE,
@@ -34,9 +35,11 @@ from .patterns import (
     PETS,
     PRONOUN_OBJECT,
     QUESTION_START,
+    R_ACTIVITY,
     R_AGE,
     R_AGE2,
     R_ALLERGY,
+    R_CONSIDERING,
     R_DIET,
     R_DISLIKE,
     R_EXPERIENCE,
@@ -359,6 +362,12 @@ class _Rules:
             perfect = re.search(r"(?i)(?:'ve|\bhave)\s", clause[: m.start("verb")])
             verb = f"has {verb}" if perfect or verb == "been to" else verb
             mem(f"The user {verb} {third_person_object(obj)}", "experience", "experience")
+        m = R_ACTIVITY.search(clause)
+        if m and m.group("verb").lower() not in NOT_ACTIVITIES and (obj := object_phrase(m.group("obj"))):
+            mem(f"The user has been {m.group('verb').lower()} {third_person_object(obj)}", "fact", "self")
+        m = R_CONSIDERING.search(clause)
+        if m and (obj := object_phrase(m.group("obj"))):
+            mem(f"The user is considering {third_person_object(obj)}", "fact", "self")
         self._changes(clause, mem)
         m = R_HABIT.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
