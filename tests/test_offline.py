@@ -335,6 +335,23 @@ class TestRules:
         )
         assert result == TurnExtraction(method="rules")
 
+    def test_events_the_user_reports(self):
+        def said(text: str) -> list[str]:
+            return [m.content for m in turn(text).memories]
+
+        assert said("I had surgery on my knee in March.") == ["The user had surgery on their knee in March."]
+        assert said("I just got a new puppy named Max!") == ["The user got a new puppy named Max."]
+        assert said("I painted a sunset last week.") == ["The user painted a sunset last week."]
+        assert said("I took my kids to the museum yesterday.") == ["The user took their kids to the museum yesterday."]
+        # Not an event to keep: an obligation, a good time, a pronoun, or a pastime (its own rule).
+        for text in ("I had to leave early.", "I had a great time!", "I had so much fun at the park.",
+                     "I got to see the show.", "I saw it.", "I got it!",
+                     # The verb inside another clause, or what one has.
+                     "The advice I got was really helpful.", "I saw your photo of you two dancing.",
+                     "I've got people like you cheering me on."):
+            assert said(text) == [], text
+        assert said("I took up archery.") == ["The user's hobby is archery: they took it up."]
+
     def test_what_the_user_has_been_doing_and_is_considering(self):
         def said(text: str) -> list[str]:
             return [m.content for m in turn(text).memories]

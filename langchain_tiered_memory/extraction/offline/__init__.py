@@ -24,6 +24,7 @@ pattern (examples)                            result                       impor
 "I hate/dislike/can't stand/don't like X"     preference, user ``dislikes``  0.7
 "I'm married/single …"                        user ``marital_status``      0.7
 "I visited/went to/bought/met X"              experience                   0.6
+"I had surgery…", "I painted a sunset…"       experience (an object of its own)  0.6
 "I always/usually/never X" (a habit)          fact                         0.6
 "I speak X", "I'm learning X", "I have X"     fact                         0.6
 "I've been blogging about X" (an activity)    fact: "has been blogging …"  0.6

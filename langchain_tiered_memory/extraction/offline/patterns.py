@@ -219,7 +219,7 @@ R_LEARNING = _rx(
     r"training\s+for|saving\s+for|preparing\s+for|planning\s+to|working\s+on))\s+(?P<obj>.+)"
 )
 R_EXPERIENCE = _rx(
-    rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired))\s+(?P<obj>.+)"
+    rf"{_I}(?i:(?:'ve|\s+have)?(?:\s+(?:just|recently|once|finally|already|actually))?\s+)(?P<verb>(?i:visited|went\s+to|travel(?:l)?ed\s+to|got\s+back\s+from|returned\s+from|been\s+to|attended|graduated\s+from|finished|completed|started|bought|adopted|met|ran|climbed|won|lost|got\s+married|broke\s+up|moved\s+out|quit|retired|had(?!\s+(?:to|been|no|nothing)\b|\s+(?:(?:a|an|such\s+a|so\s+much)\s+)?(?:[\w-]+\s+)?(?:time|fun|blast|day|night|chat|talk|feeling|idea)\b)|got(?!\s+(?:to|back|into|it|that|this|used)\b)|made|took(?!\s+up\b)|saw|watched|wrote|built|baked|cooked|painted|planted|hosted|organi[sz]ed|volunteered|performed|played|celebrated|received|tried))\s+(?P<obj>.+)"
 )
 #: What someone is doing these days, said as "I've been …ing …" ("I've been blogging about
 #: politics", "I've been volunteering at the shelter"); not the verbs of a passing state or
@@ -241,6 +241,19 @@ R_CONSIDERING = _rx(
     rf"{_IM}(?i:\s+(?:(?:really|seriously|also|now)\s+)?(?P<verb>considering|thinking\s+(?:about|of)))\s+"
     r"(?P<obj>[a-z]+ing\b.+)"
 )
+#: Common verbs of a reported event ("I had surgery", "I painted a sunset"). They also open
+#: other clauses ("the advice I got was…", "I saw your photo"), so their object must be a
+#: phrase of its own: two words at least, not opening with a verb or a word for the listener.
+EVENT_VERBS = frozenset({
+    "had", "got", "made", "took", "saw", "watched", "wrote", "built", "baked", "cooked", "painted",
+    "planted", "hosted", "organized", "organised", "volunteered", "performed", "played", "celebrated",
+    "received", "tried",
+})
+NOT_EVENT_OBJECT = frozenset({
+    "was", "is", "were", "are", "has", "have", "had", "makes", "made", "be", "been", "you", "your",
+    "yours", "it", "that", "this", "so", "such", "me", "us", "them",
+})
+
 #: What people join for a pastime ("the chess club"), and to learn something ("a pottery class").
 PASTIME_GROUPS = ("club", "group", "team", "league", "society", "meetup", "choir", "band", "crew")
 LEARNING_GROUPS = ("class", "classes", "course", "courses", "lessons", "workshop", "workshops")

@@ -17,6 +17,7 @@ from .patterns import (
     DIETS,
     DISLIKE_VERBS,
     ELIDED_START,
+    EVENT_VERBS,
     HAVE_SKIP,
     HEALTH,
     IM_ADVERBS,
@@ -25,6 +26,7 @@ from .patterns import (
     LIKE_VERBS,
     MARITAL,
     NOT_ACTIVITIES,
+    NOT_EVENT_OBJECT,
     NOT_PASTIMES,
     NOW_START,
     NOT_PEOPLE,
@@ -357,7 +359,7 @@ class _Rules:
             verb = " ".join(m.group("verb").lower().split())
             mem(f"The user {'has been' if m.group('perfect') else 'is'} {verb} {third_person_object(obj)}", "fact", "self")
         m = R_EXPERIENCE.search(clause)
-        if m and (obj := object_phrase(m.group("obj"))):
+        if m and (obj := object_phrase(m.group("obj"))) and _reported(m.group("verb"), obj, clause[: m.start("verb")]):
             verb = " ".join(m.group("verb").lower().split())
             perfect = re.search(r"(?i)(?:'ve|\bhave)\s", clause[: m.start("verb")])
             verb = f"has {verb}" if perfect or verb == "been to" else verb
@@ -495,3 +497,13 @@ def extract_rules(
     return TurnExtraction.model_validate({"entities": entities, "memories": memories, "method": "rules"})
 
 
+def _reported(verb: str, obj: str, before: str) -> bool:
+    """Whether an event verb's match reports an event (see ``EVENT_VERBS``): its object a
+    phrase of its own, and not "I've got …" (that says what one has)."""
+    verb = verb.lower()
+    if verb not in EVENT_VERBS:
+        return True
+    words = obj.split()
+    if len(words) < 2 or words[0].lower() in NOT_EVENT_OBJECT:
+        return False
+    return not (verb == "got" and re.search(r"(?i)(?:'ve|\bhave)\s+$", before))
