@@ -367,7 +367,8 @@ class TestRules:
         ]
         assert said("I'm thinking about getting a new bike.") == ["The user is considering getting a new bike."]
         # A passing state, talk, or a question: nothing to remember.
-        for text in ("I've been thinking about it a lot.", "I've been looking forward to this!",
+        for text in ("Enjoy yourself!", "I really enjoy myself when I paint.",
+                     "I've been thinking about it a lot.", "I've been looking forward to this!",
                      "I've been feeling great lately.", "Have you been running lately?",
                      "I'm thinking about you.", "Are you considering moving?"):
             assert said(text) == [], text

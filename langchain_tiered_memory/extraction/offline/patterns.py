@@ -41,7 +41,9 @@ _TRAILING_FILLER = re.compile(
     r"thanks|thank you|anyway|tbh|honestly|actually))+\s*$",
     re.I,
 )
-PRONOUN_OBJECT = re.compile(r"^(?:it|that|this|them|you|him|her|these|those|what|how|when|one)\b", re.I)
+PRONOUN_OBJECT = re.compile(
+    r"^(?:it|that|this|them|you|him|her|these|those|what|how|when|one|yourself|yourselves|myself|ourselves|sure)\b", re.I
+)
 
 _CAP = r"(?:[A-Z][a-z]+'[A-Z][a-zA-Z]+|[A-Z][a-zA-Z0-9\-]*)"
 _PROPER = rf"{_CAP}(?:\s+(?:(?:of|de|del|della|da|di|la|le|du|des|von|van|der|upon)\s+)?{_CAP})*(?:,\s*{_CAP}(?:\s+{_CAP})*)?"
