@@ -44,7 +44,8 @@ long), minus pronouns, greetings, days and months; their type comes from their c
 or digits → product, nationalities and languages → topic, else other).
 
 Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
-:mod:`.patterns` and :mod:`.rules` (the table above), :mod:`.summary` (extractive summaries
+:mod:`.patterns` and :mod:`.rules` (the table above; :mod:`.changes` its rows of what is new:
+a pastime taken up, a switch, a new possession), :mod:`.summary` (extractive summaries
 and episodes), :mod:`.extractor` (:class:`OfflineExtractor`, and :class:`ExtractiveSummaries`, the
 fallback :func:`~langchain_tiered_memory.extraction.make_extractor` hands the LLM extractor).
 Nothing here imports the LLM extractor: only :mod:`~langchain_tiered_memory.extraction.schema` and its message helpers.

@@ -256,6 +256,19 @@ NOT_EVENT_OBJECT = frozenset({
     "yours", "it", "that", "this", "so", "such", "me", "us", "them",
 })
 
+
+def reports_event(verb: str, obj: str, before: str) -> bool:
+    """Whether an event verb's match reports an event (see ``EVENT_VERBS``): its object a
+    phrase of its own, and not "I've got …" (that says what one has)."""
+    verb = verb.lower()
+    if verb not in EVENT_VERBS:
+        return True
+    words = obj.split()
+    if len(words) < 2 or words[0].lower() in NOT_EVENT_OBJECT:
+        return False
+    return not (verb == "got" and re.search(r"(?i)(?:'ve|\bhave)\s+$", before))
+
+
 #: What people join for a pastime ("the chess club"), and to learn something ("a pottery class").
 PASTIME_GROUPS = ("club", "group", "team", "league", "society", "meetup", "choir", "band", "crew")
 LEARNING_GROUPS = ("class", "classes", "course", "courses", "lessons", "workshop", "workshops")

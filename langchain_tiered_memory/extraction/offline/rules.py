@@ -11,28 +11,22 @@ from langchain_core.messages import BaseMessage
 from ..messages import message_text, speaker
 from ..schema import TurnExtraction
 from ...vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
+from .changes import changes
 from .entities import proper_spans, span_type
 from .patterns import (
     CLAUSE_SPLIT,
     DIETS,
     DISLIKE_VERBS,
     ELIDED_START,
-    EVENT_VERBS,
     HAVE_SKIP,
     HEALTH,
     IM_ADVERBS,
     JOB_WORDS,
-    LEARNING_GROUPS,
     LIKE_VERBS,
     MARITAL,
     NOT_ACTIVITIES,
-    NOT_EVENT_OBJECT,
-    NOT_PASTIMES,
     NOW_START,
     NOT_PEOPLE,
-    NOT_POSSESSIONS,
-    NOT_TAKEN_UP,
-    PEOPLE,
     PERSON_DEED,
     PETS,
     PRONOUN_OBJECT,
@@ -55,14 +49,12 @@ from .patterns import (
     R_IM_A,
     R_INSTRUCTION,
     R_JOB_AS,
-    R_JOINED,
     R_LEARNING,
     R_LIKE,
     R_LOCATION,
     R_LOCATION2,
     R_LOCATION3,
     R_MARITAL,
-    R_MY_NEW,
     R_NAME,
     R_NAME_COMMA_MY,
     R_NAME_FROM,
@@ -71,18 +63,14 @@ from .patterns import (
     R_REL_NAMED,
     R_REMEMBER,
     R_REMEMBER_TO,
-    R_REPLACES,
     R_SPEAK,
-    R_SWITCHED,
-    R_TOOK_UP,
     R_WORK_AT,
     RELATION_OF_PLACE,
-    counted,
     instruction_text,
     object_phrase,
     person_name,
     place_name,
-    thing_phrase,
+    reports_event,
     third_person_object,
     with_article,
 )
@@ -359,9 +347,10 @@ class _Rules:
             verb = " ".join(m.group("verb").lower().split())
             mem(f"The user {'has been' if m.group('perfect') else 'is'} {verb} {third_person_object(obj)}", "fact", "self")
         m = R_EXPERIENCE.search(clause)
-        if m and (obj := object_phrase(m.group("obj"))) and _reported(m.group("verb"), obj, clause[: m.start("verb")]):
+        before = clause[: m.start("verb")] if m else ""
+        if m and (obj := object_phrase(m.group("obj"))) and reports_event(m.group("verb"), obj, before):
             verb = " ".join(m.group("verb").lower().split())
-            perfect = re.search(r"(?i)(?:'ve|\bhave)\s", clause[: m.start("verb")])
+            perfect = re.search(r"(?i)(?:'ve|\bhave)\s", before)
             verb = f"has {verb}" if perfect or verb == "been to" else verb
             mem(f"The user {verb} {third_person_object(obj)}", "experience", "experience")
         m = R_ACTIVITY.search(clause)
@@ -370,7 +359,7 @@ class _Rules:
         m = R_CONSIDERING.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
             mem(f"The user is considering {third_person_object(obj)}", "fact", "self")
-        self._changes(clause, mem)
+        changes(clause, mem)
         m = R_HABIT.search(clause)
         if m and (obj := object_phrase(m.group("obj"))):
             verb_phrase = third_person_object("I " + obj).removeprefix("the user ")
@@ -396,42 +385,6 @@ class _Rules:
                 continue
             place = " ".join(m.group("rel").lower().split())
             yield RELATION_OF_PLACE.get(place, "neighbour"), m.group("name")
-
-    def _changes(self, clause: str, mem: Callable[..., None]) -> None:
-        """What the user took up or has that is new: statements of how things stand now,
-        often said in words far from the questions that ask for them ("signed up for a
-        whittling club" against "how do I spend my free time?"), so the memory names the
-        kind of thing ("hobby", "phone"). No profile attribute: an attribute has no date, so
-        the hobby given up would read as current once the next one is said in words no rule
-        knows ("I've dropped everything else for fly fishing")."""
-        m = R_JOINED.search(clause)
-        if m:
-            what = " ".join(m.group("what").split())
-            group = m.group("group").lower()
-            if what.casefold() not in NOT_PASTIMES:
-                joined = counted(f"{what} {group}")
-                if group in LEARNING_GROUPS:
-                    mem(f"The user is learning {what}: they signed up for {joined}", "fact", "pastime")
-                else:
-                    mem(f"The user's hobby is {what}: they joined {joined}", "fact", "pastime")
-        m = R_TOOK_UP.search(clause)
-        if m and (obj := thing_phrase(m.group("obj"), pastime=True)) and not NOT_TAKEN_UP.match(obj):
-            mem(f"The user's hobby is {third_person_object(obj)}: they took it up", "fact", "pastime")
-        m = R_SWITCHED.search(clause)
-        if m and (new := thing_phrase(m.group("new"))):
-            # "switched from X to Y": what named X is past (the memories that name it close).
-            was = thing_phrase(m.group("old")) if m.group("old") else None
-            old = f" from {third_person_object(m.group('old').strip())}" if m.group("old") else ""
-            mem(f"The user switched{old} to {third_person_object(new)}", "preference", "preference", None, was)
-            return
-        m = R_REPLACES.search(clause)
-        if m and (new := thing_phrase(m.group("new"))):
-            old = " ".join(m.group("old").split())
-            mem(f"The user's new {old} is {with_article(new)}, replacing their old one", "fact", "possession")
-            return
-        m = R_MY_NEW.search(clause)
-        if m and (obj := thing_phrase(m.group("obj"))) and obj.split()[0].casefold() not in NOT_POSSESSIONS | PEOPLE:
-            mem(f"The user has {counted('new ' + third_person_object(obj))}", "fact", "possession")
 
 
 # --------------------------------------------------------------------------- extraction
@@ -496,14 +449,3 @@ def extract_rules(
     ]
     return TurnExtraction.model_validate({"entities": entities, "memories": memories, "method": "rules"})
 
-
-def _reported(verb: str, obj: str, before: str) -> bool:
-    """Whether an event verb's match reports an event (see ``EVENT_VERBS``): its object a
-    phrase of its own, and not "I've got …" (that says what one has)."""
-    verb = verb.lower()
-    if verb not in EVENT_VERBS:
-        return True
-    words = obj.split()
-    if len(words) < 2 or words[0].lower() in NOT_EVENT_OBJECT:
-        return False
-    return not (verb == "got" and re.search(r"(?i)(?:'ve|\bhave)\s+$", before))
