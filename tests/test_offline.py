@@ -195,6 +195,14 @@ class TestRules:
         assert [(m.content, m.memory_type) for m in turn("I always drink coffee in the morning").memories] == [
             ("The user always drinks coffee in the morning.", "fact")
         ]
+        # Nor is encouragement or news between people: an instruction asks how to answer or
+        # address the user.
+        assert memories(turn("Always keep it brief.")) == ["Always keep it brief."]
+        assert memories(turn("Always remind me to stretch.")) == ["Always remind the user to stretch."]
+        for text in ("Never give up!", "Always try something new.", "Never been on a sports team.",
+                     "Always a joy to see him so happy.", "Never be afraid to ask for help.",
+                     "Always there for me.", "Never let us down."):
+            assert memories(turn(text), "instruction") == [], text
 
     def test_remember_that(self):
         result = turn("Remember that my flight is on May 3.")

@@ -10,6 +10,8 @@ Rules read only the user's (human) messages, clause by clause; questions and hyp
 pattern (examples)                            result                       importance
 ============================================  ===========================  ==========
 "always/never …", "from now on …"             instruction                  0.9
+  ("always/never": only how to answer or address the user, "never call me Jimmy";
+  not "never give up")
 "remember that …", "don't forget …"           memory (fact/preference)     0.9
 "my name is X", "I'm X", "call me X"          user entity named X          0.8
 "I live in X", "I moved to X", "based in X"   user ``location``, place X   0.8

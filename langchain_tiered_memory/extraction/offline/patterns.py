@@ -307,6 +307,19 @@ R_REMEMBER_TO = _rx(r"(?i:^(?:please\s+)?(?:remember|don't\s+forget)\s+to)\s+(?P
 R_INSTRUCTION = _rx(
     r"(?i:^(?:(?:and|also|so|ok|okay)[\s,]+)?(?:please[\s,]+)?(?:(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|for\s+the\s+rest\s+of\s+(?:this|our)\s+conversation)[\s,]+)?(?:please[\s,]+)?(?:you\s+(?:should|must|need\s+to|have\s+to)\s+|make\s+sure\s+(?:to|you)\s+)?(?:please\s+)?)(?P<what>(?i:always|never|don't\s+ever|do\s+not\s+ever)\b.+)"
 )
+#: What "always …"/"never …" asks of an assistant: a verb of how it answers or addresses the
+#: user. In a chat between people "never give up", "always there for me" or "never been on
+#: a team" are encouragement or news, not standing instructions: on LoCoMo's chats such
+#: lines were 75 of the rules' 76 instructions, each kept at importance 0.9.
+_ASSISTANT_VERBS = (
+    "answer|reply|respond|use|call|cite|write|include|ask|tell|remind|mention|suggest|recommend|"
+    "format|show|explain|address|refer|list|add|confirm|summari[sz]e|translate|sign|greet|offer|"
+    "provide|bring\\s+up|assume|quote|spell|round|end|start|begin|send|avoid|recap|number|label|"
+    "link|convert|interrupt|correct|keep\\s+(?:it|answers?|replies|responses|things)\\b|give\\s+(?:me|us)\\b|"
+    "let\\s+(?:me|us)\\s+know|"
+    "be\\s+(?:concise|brief|short|honest|direct|polite|formal|informal|clear|specific|detailed|blunt)"
+)
+ADDRESSED = re.compile(rf"(?i)^(?:always|never)\s+(?:{_ASSISTANT_VERBS})\b")
 R_FROM_NOW_ON = _rx(
     r"(?i:^(?:please[\s,]+)?(?:from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future)[\s,]+(?:please[\s,]+)?)(?P<what>.+)"
 )

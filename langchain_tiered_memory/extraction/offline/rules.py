@@ -14,6 +14,7 @@ from ...vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .changes import changes
 from .entities import proper_spans, span_type
 from .patterns import (
+    ADDRESSED,
     CLAUSE_SPLIT,
     DIETS,
     DISLIKE_VERBS,
@@ -216,8 +217,8 @@ class _Rules:
                 return
 
         m = R_INSTRUCTION.match(clause)
-        if m:
-            what = re.sub(r"(?i)^(?:don't|do\s+not)\s+ever\b", "never", m.group("what"))
+        what = re.sub(r"(?i)^(?:don't|do\s+not)\s+ever\b", "never", m.group("what")) if m else ""
+        if m and ADDRESSED.match(what):
             mem(instruction_text(what), "instruction", "instruction")
             return
         m = R_FROM_NOW_ON.match(clause)
