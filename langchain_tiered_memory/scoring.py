@@ -48,6 +48,7 @@ __all__ = [
     "decay_factor",
     "in_context",
     "prior",
+    "raised",
     "relevance",
     "score",
     "strength",
@@ -105,13 +106,20 @@ def relevance(dense: float | None, sparse: float | None, calibration: Calibratio
     return min(1.0, strength(dense, sparse, calibration))
 
 
+def raised(value: float, share: float) -> float:
+    """``value`` raised ``share`` of the way towards 1 (a noisy OR with a signal of strength
+    ``share``), never lowered: a match's strength may exceed 1 (a cosine plus a BM25 share is
+    uncapped), and past 1 the OR alone would pull it down (1.3 raised by 0.2 read 1.24)."""
+    return max(value, value + share * (1.0 - value))
+
+
 def in_context(own: float, context: float, weight: float) -> float:
     """The relevance of a message read with the messages beside it: its own, raised by
     ``weight`` × the best neighbour's (``context``) towards 1. The answer to a question is
     often the reply right after the words that match it ("What inspired you to join?" —
     "I've always respected the military"), and the matching words often sit in the
     question just before the answer: each lends the other some of its relevance."""
-    return own + weight * context * (1.0 - own)
+    return raised(own, weight * context)
 
 
 def days_between(now: datetime, then: datetime) -> float:

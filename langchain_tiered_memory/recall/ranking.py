@@ -402,7 +402,7 @@ class _Weigh:
             return relevance
         if relevance < self.config.score_threshold:
             return relevance
-        return max(relevance, 1.0 - (1.0 - relevance) * (1.0 - NEWS_WEIGHT * min(1.0, float(share))))
+        return scoring.raised(relevance, NEWS_WEIGHT * min(1.0, float(share)))
 
     def timed(self, relevance: float, at: datetime | None, told: object = None) -> float:
         """``relevance`` of a unit said ``at`` (``None``: unknown, so the most it can be),
@@ -414,7 +414,7 @@ class _Weigh:
         if named is None:
             return relevance
         if at is None or named.start - TIME_SLACK <= at < named.end + TIME_SLACK or _tells_of(told, named):
-            return max(relevance, 1.0 - (1.0 - relevance) * (1.0 - TIME_WEIGHT))
+            return scoring.raised(relevance, TIME_WEIGHT)
         return relevance * OFF_TIME
 
 
