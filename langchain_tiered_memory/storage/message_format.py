@@ -41,6 +41,7 @@ __all__ = [
     "decode",
     "encode",
     "message_text",
+    "name_of",
     "named",
     "read_message",
     "read_messages",
@@ -189,7 +190,15 @@ def named(stored: Mapping[str, Any]) -> str | None:
     """The ``name`` a stored message gives its speaker (two people talking, an imported
     chat), whitespace collapsed; ``None`` without one."""
     fields = stored.get("data") or {}
-    name = fields.get("name") if isinstance(fields, Mapping) else None
+    return _plain_name(fields.get("name") if isinstance(fields, Mapping) else None)
+
+
+def name_of(message: BaseMessage) -> str | None:
+    """:func:`named` of a message not yet stored."""
+    return _plain_name(message.name)
+
+
+def _plain_name(name: object) -> str | None:
     if isinstance(name, str) and name.strip():
         return " ".join(name.split())
     return None

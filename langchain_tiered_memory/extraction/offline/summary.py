@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from ..messages import message_text, speaker
+from ..messages import message_text, name_of, speaker
 from ..arguments import check_tokens
 from ..schema import EpisodeExtraction
 from ...tokens import TiktokenCounter, TokenCounter
@@ -125,9 +125,9 @@ MAX_NAME_CHARS = 64
 
 
 def _name(message: BaseMessage) -> str:
-    """The message's speaker name, one line of plain words (it is shown as a label)."""
-    name = getattr(message, "name", None)
-    return " ".join(name.split())[:MAX_NAME_CHARS] if isinstance(name, str) else ""
+    """The message's speaker name as a line's label (:func:`name_of`, at most
+    :data:`MAX_NAME_CHARS`); empty without one."""
+    return (name_of(message) or "")[:MAX_NAME_CHARS]
 
 
 def _line(unit: _Unit) -> str:
@@ -275,16 +275,13 @@ def extractive_episode(
     counter = counter or TiktokenCounter()
     summary = extractive_summary(messages, max_tokens=EPISODE_SUMMARY_TOKENS, counter=counter)
     texts = [(speaker(m), message_text(m)[:MAX_OFFLINE_CHARS]) for m in messages]
-    names = [_name(m) or speaker(m) for m in messages]
+    # Each sentence of the conversation with who said it, as a line labels them.
     sentences = [
-        (label, s) for label, t in texts if label in ("user", "assistant") for s in split_sentences(t)
+        (_name(m) or label, s) for m, (label, t) in zip(messages, texts) if label in ("user", "assistant")
+        for s in split_sentences(t)
     ]
     if not summary:
-        first = next(
-            (f"{who}: {s}" for who, (label, t) in zip(names, texts) if label in ("user", "assistant")
-             for s in split_sentences(t)),
-            "",
-        )
+        first = next((f"{who}: {s}" for who, s in sentences), "")
         summary = first or f"A conversation of {len(messages)} messages without text."
     decisions: list[str] = []
     for _, sentence in sentences:
