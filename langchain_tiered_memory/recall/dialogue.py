@@ -67,10 +67,13 @@ class Line:
         text = " ".join(self.text.split())
         if limit is not None and len(text) > limit:
             text = text[: limit - 1] + "…"
-        return (self.prefix(time=time) if stamp else f"{self.speaker}: ") + text
+        return self.prefix(time=time, stamp=stamp) + text
 
-    def prefix(self, *, time: bool = False) -> str:
-        """What :meth:`render` puts before the text: ``speaker (date): ``."""
+    def prefix(self, *, time: bool = False, stamp: bool = True) -> str:
+        """What :meth:`render` puts before the text: ``speaker (date): `` (``speaker: ``
+        without the stamp)."""
+        if not stamp:
+            return f"{self.speaker}: "
         when = f"{self.at:%Y-%m-%d %H:%M}" if time else f"{self.at:%Y-%m-%d}"
         return f"{self.speaker} ({when}): "
 

@@ -251,9 +251,11 @@ EVENT_VERBS = frozenset({
     "planted", "hosted", "organized", "organised", "volunteered", "performed", "played", "celebrated",
     "received", "tried",
 })
+#: (``object_phrase`` has already turned away an object opening with "it", "that", "you"…:
+#: ``PRONOUN_OBJECT``.)
 NOT_EVENT_OBJECT = frozenset({
-    "was", "is", "were", "are", "has", "have", "had", "makes", "made", "be", "been", "you", "your",
-    "yours", "it", "that", "this", "so", "such", "me", "us", "them",
+    "was", "is", "were", "are", "has", "have", "had", "makes", "made", "be", "been", "your",
+    "yours", "so", "such", "me", "us",
 })
 
 
