@@ -82,6 +82,8 @@ class TestRules:
             ("call me Jim", "Jim"),
             ("my name is maria garcia", "Maria"),
             ("My name's Ana Lopez and I work at Acme.", "Ana Lopez"),
+            ("Hi, it's Sam!", "Sam"),
+            ("Hey there, this is Priya.", "Priya"),
         ],
     )
     def test_names(self, text, name):
@@ -90,7 +92,11 @@ class TestRules:
         assert result.entities[0].attributes["relation_to_user"] == "self"
         assert f"The user's name is {name}." in memories(result)
 
-    @pytest.mark.parametrize("text", ["I'm French.", "I'm tired", "I'm Not sure", "My name is not important"])
+    @pytest.mark.parametrize("text", [
+        "I'm French.", "I'm tired", "I'm Not sure", "My name is not important",
+        # Without a greeting, "it's X" answers a question (a chat's lines).
+        "It's Seattle, I'm stoked for my game there next month!", "It's Shia Labeouf!",
+    ])
     def test_not_names(self, text):
         result = turn(text)
         assert not any(e.attributes.get("relation_to_user") == "self" and e.name != USER_ENTITY for e in result.entities)
@@ -380,6 +386,33 @@ class TestRules:
                      "I've been feeling great lately.", "Have you been running lately?",
                      "I'm thinking about you.", "Are you considering moving?"):
             assert said(text) == [], text
+
+    def test_a_wish_or_a_compliment_is_no_fact_about_the_user(self):
+        def said(text: str) -> list[str]:
+            return [m.content for m in turn(text).memories]
+
+        # Opening a sentence with no subject, a verb in the present bids, wishes or praises;
+        # "have a blast" is a good time, not a possession. Each line is one a chat said.
+        for text in ("Have a great day!", "Take care and have a good one!", "Enjoy your trip!",
+                     "Love the tattoo, did you just get it?", "Love and acceptance should be everyone's right.",
+                     "We get our creative on and have a blast together.", "Speak to you soon!"):
+            assert said(text) == [], text
+        # A dropped "I" in the past still says what the user did; after "I …" and "and",
+        # any verb does.
+        assert said("Moved to Lisbon last week.") == ["The user lives in Lisbon."]
+        assert said("Love experimenting with spices.") == ["The user loves experimenting with spices."]
+        for text in ("Love seeing your dedication to helping others.", "Love hearing about it!"):
+            assert said(text) == [], text
+        assert said("I grew up in Porto and have two cats.") == ["The user is from Porto.", "The user has two cats."]
+        assert said("I live in Oslo and work at Acme and love it.") == [
+            "The user lives in Oslo.", "The user works at Acme, their employer.",
+        ]
+
+    def test_a_past_form_is_kept_as_said(self):
+        # "I never knew … until I met …" was rewritten "never knews … mets".
+        assert to_third_person("I never knew it until I met them") == "the user never knew it until the user met them"
+        assert to_third_person("I said I made it") == "the user said the user made it"
+        assert to_third_person("I need it and I read a lot") == "the user needs it and the user reads a lot"
 
     def test_questions_and_hypotheticals_are_skipped(self):
         assert turn("Where do I live?", "If I lived in Rome I would be happy", "What if I moved to Oslo?").memories == []

@@ -4,7 +4,10 @@ Used when no chat model is configured, so that memory still works (and the demo 
 behaviour) without a network or a key. Same input, same output: no randomness, no model.
 
 Rules read only the user's (human) messages, clause by clause; questions and hypotheticals
-("do I…", "if I…") are skipped. What they recognise, and the importance they give:
+("do I…", "if I…") are skipped. A clause with no subject is the user's after "I …" ("I live
+in Oslo and work at Acme") or in the past ("Moved to Lisbon in May"); opening a sentence in
+the present it wishes or praises ("Have a great day!", "Love the tattoo!") and says nothing
+of the user. What they recognise, and the importance they give:
 
 ============================================  ===========================  ==========
 pattern (examples)                            result                       importance
@@ -14,6 +17,7 @@ pattern (examples)                            result                       impor
   not "never give up")
 "remember that …", "don't forget …"           memory (fact/preference)     0.9
 "my name is X", "I'm X", "call me X"          user entity named X          0.8
+  ("it's X": only after a greeting, "Hi, it's Sam"; not "It's Seattle!")
 "I live in X", "I moved to X", "based in X"   user ``location``, place X   0.8
 "I'm from X", "I grew up in X"                user ``hometown``, place X   0.8
 "I work as a X", "I'm a X at Y", "work at Y"  user ``job`` / ``employer``  0.8

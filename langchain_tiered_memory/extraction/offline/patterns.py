@@ -26,6 +26,18 @@ CLAUSE_SPLIT = re.compile(
     re.I,
 )
 ELIDED_START = re.compile(rf"^{_ELIDED}", re.I)
+# A clause whose subject is the user, so that a verb after its "and" is the user's too.
+FIRST_PERSON_START = re.compile(r"^(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|we|we're|we've)\b", re.I)
+# Opening a sentence, a verb in the present with no subject wishes, bids or compliments
+# ("Have a great day!", "Enjoy your trip!", "Love the tattoo, did you just get it?") as
+# often as it drops the "I" of a statement: only a past one ("Moved to Lisbon in May"),
+# or a pastime said of no one else ("Love experimenting with spices", not "Love seeing
+# your dedication"), is read as the user's.
+WISHED_START = re.compile(
+    r"^(?:have|love|like|enjoy|hate|dislike|prefer|work|speak|am)\b"
+    r"(?!\s+\w+ing\b(?!.*\b(?:you|your|yours|it|that|this|them)\b))",
+    re.I,
+)
 QUESTION_START = re.compile(
     r"^(?:(?:so|and|but|hey|ok|okay|well|also)[,\s]+)?(?:do|does|did|can|could|would|will|should|"
     r"is|are|am|was|were|what|where|who|when|why|how|which|whose|shall|have|has|if|unless|"
@@ -137,7 +149,9 @@ _IM_AND = rf"{_IM}\s+(?:[\w\-' ]{{1,40}}?\s+and\s+)?"
 R_NAME = [
     _rx(rf"(?i:\bmy\s+name(?:'s|\s+is))\s+(?P<name>[A-Za-z][A-Za-z'\-]*(?:\s+{_CAP})?)"),
     _rx(rf"(?i:\b(?:call\s+me|people\s+call\s+me|everyone\s+calls\s+me|i\s+go\s+by|i'm\s+called|i\s+am\s+called))\s+(?P<name>[A-Za-z][A-Za-z'\-]*(?:\s+{_CAP})?)"),
-    _rx(rf"^(?i:(?:(?:hi|hello|hey)[\s,!]+)?(?:there[\s,!]+)?(?:i'm|i\s+am|im|it's|this\s+is))\s+(?P<name>{_NAME})(?=\s*(?:[,.!;]|$|\s+(?i:and|from|here|by|at)\b))"),
+    _rx(rf"^(?i:(?:(?:hi|hello|hey)[\s,!]+)?(?:there[\s,!]+)?(?:i'm|i\s+am|im))\s+(?P<name>{_NAME})(?=\s*(?:[,.!;]|$|\s+(?i:and|from|here|by|at)\b))"),
+    # "It's Seattle!", "It's Shia Labeouf!" answer a question: after a greeting, "it's" names.
+    _rx(rf"^(?i:(?:hi|hello|hey)[\s,!]+(?:there[\s,!]+)?(?:it's|this\s+is))\s+(?P<name>{_NAME})(?=\s*(?:[,.!;]|$|\s+(?i:and|from|here|by|at)\b))"),
 ]
 # "We moved to Lisbon": a household's home is the user's.
 _I_OR_WE = r"(?i:\b(?:i|we))"
@@ -299,7 +313,7 @@ R_HABIT = _rx(rf"{_I}\s+(?P<adv>(?i:always|usually|never|often|rarely|normally|g
 R_HAVE = _rx(rf"{_I}(?i:\s+(?:have|'ve\s+got|have\s+got))\s+(?P<obj>(?i:a|an|two|three|four|five|\d+)\s+.+)")
 HAVE_SKIP = re.compile(
     r"^(?:an?|\w+)\s+(?:\w+\s+)?(?:question|problem|issue|idea|doubt|suggestion|minute|moment|"
-    r"feeling|request|favou?r|bit|little|lot|few|couple|look|go|try|chance|time)\b",
+    r"feeling|request|favou?r|bit|little|lot|few|couple|look|go|try|chance|time|blast|fun)\b",
     re.I,
 )
 R_REMEMBER = _rx(

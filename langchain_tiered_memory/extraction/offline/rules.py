@@ -19,6 +19,7 @@ from .patterns import (
     DIETS,
     DISLIKE_VERBS,
     ELIDED_START,
+    FIRST_PERSON_START,
     HAVE_SKIP,
     HEALTH,
     IM_ADVERBS,
@@ -67,6 +68,7 @@ from .patterns import (
     R_SPEAK,
     R_WORK_AT,
     RELATION_OF_PLACE,
+    WISHED_START,
     instruction_text,
     object_phrase,
     person_name,
@@ -154,10 +156,19 @@ class _Rules:
         m = R_NAME_COMMA_MY.match(text)
         if m:
             self.clause(f"{m.group('name')} is my {m.group('rel')}")
+        # A clause opening with a verb ("… and work at Acme") has the subject of the one
+        # before it: the user's after "I …", no one's after "Take care and have a good one".
+        # Opening the sentence, it is the user's only in the past (see WISHED_START).
+        user_subject: bool | None = None
         for clause in CLAUSE_SPLIT.split(text):
             clause = clause.strip(" ,;")
             if clause:
-                self.clause(clause)
+                elided = ELIDED_START.match(clause) is not None
+                if elided:
+                    user_subject = not WISHED_START.match(clause) if user_subject is None else user_subject
+                else:
+                    user_subject = FIRST_PERSON_START.match(clause) is not None
+                self.clause(clause, elided_user=user_subject)
 
     def _remember(self, text: str) -> bool:
         m = R_REMEMBER_TO.match(text)
@@ -201,8 +212,8 @@ class _Rules:
             if key != RELATION_ATTRIBUTE:
                 self.found.add_attr(key, f"formerly {value}")
 
-    def clause(self, clause: str, *, memories: bool = True) -> None:
-        if ELIDED_START.match(clause):
+    def clause(self, clause: str, *, memories: bool = True, elided_user: bool = True) -> None:
+        if elided_user and ELIDED_START.match(clause):
             clause = "I " + clause  # "… and work at Acme": the subject is elided
         clause = NOW_START.sub("", clause)  # "Now I live in Lisbon" says where, as of now
         clause = IM_ADVERBS.sub(r"\1 ", clause)

@@ -74,6 +74,15 @@ _ADVERBS = {
 }
 _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't",
               "haven't": "hasn't", "'m": "is", "'ve": "has", "'d": "would", "'ll": "will"}
+# Past forms without "-ed" stay as they are ("I never knew" → "the user never knew", not
+# "knews"); forms that are present as well ("read", "put", "cut") are read as present.
+_IRREGULAR_PAST = frozenset("""
+    ate began bent bought brought built came caught chose dealt drank drew drove dug fell felt
+    fled flew forgave forgot fought found gave got grew heard held hid hung kept knew laid led
+    left lent lost made meant met paid ran rang rode sang sat saw said sent shook slept sold
+    spent spoke stood stole stuck swam swung taught thought threw told took understood went
+    woke won wore wrote
+""".split())
 
 
 def third_person_verb(verb: str) -> str:
@@ -82,7 +91,7 @@ def third_person_verb(verb: str) -> str:
     if low in _IRREGULAR:
         return _IRREGULAR[low]
     past = low.endswith("ed") and not low.endswith("eed")  # "need", "feed" are present tense
-    if low in _MODALS or not low.isalpha() or past or verb[0].isupper():
+    if low in _MODALS or low in _IRREGULAR_PAST or not low.isalpha() or past or verb[0].isupper():
         return verb
     if low.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"
