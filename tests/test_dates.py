@@ -23,6 +23,15 @@ THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
     ("Where did we eat on 2 May, 2024?", date(2024, 5, 2)),  # a day before the month: the month
     ("What did I fix during the last week of February 2025?", date(2025, 2, 1)),  # a part of that month
     ("What did I say last week in the meeting?", date(2025, 3, 3)),  # "in the meeting": no date
+    # How people put a time in a chat over days and weeks.
+    ("What happened the day before yesterday?", date(2025, 3, 11)),  # not yesterday
+    ("What did I tell you last night?", date(2025, 3, 12)),
+    ("Where did we go over the weekend?", date(2025, 3, 8)),
+    ("What did I say on the 5th?", date(2025, 3, 5)),
+    ("Who came over on the 31st?", date(2025, 1, 31)),  # the last 31st: February has none
+    ("What did I mention the other day?", date(2025, 3, 3)),
+    ("What did I cook a couple days ago?", date(2025, 3, 10)),
+    ("What have I been reading the past few days?", date(2025, 3, 10)),
 ])
 def test_a_time_asked_about_is_resolved(query, start):
     found = resolve(query, THURSDAY)
@@ -36,6 +45,8 @@ def test_a_time_asked_about_is_resolved(query, start):
     "What's on next week?",
     "What does the user do with the club on Thursday evenings?",  # a habit, not a day
     "Which phone do I use these days?",
+    "What did I win the 2nd time?",  # an ordinal, not a day of the month
+    "What did I do on the 3rd floor?",
 ])
 def test_a_time_that_is_not_asked_about_names_no_span(query):
     assert resolve(query, THURSDAY) is None
@@ -76,6 +87,8 @@ def test_a_plain_statement_is_not_news(text):
     ("Sorry for the silence. Two days ago my laptop died and took my notes with it.", date(2025, 3, 10), 3),
     ("Guess what? Last weekend we finally hiked the ridge trail.", date(2025, 3, 8), 2),
     ("I read that novel last month, in one sitting.", date(2025, 2, 1), 28),
+    ("Last night we finally saw the band live!", date(2025, 3, 12), 1),
+    ("The day before yesterday I ran my first 10k.", date(2025, 3, 11), 1),
 ])
 def test_a_message_tells_of_the_time_it_names_read_from_when_it_was_said(text, start, days):
     told = told_of(text, THURSDAY)

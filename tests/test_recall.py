@@ -155,6 +155,26 @@ def test_a_relative_date_finds_the_turn_of_that_session(memory):
     assert "axe throwing" in context.memory_block and "2025-03-08" in context.memory_block
 
 
+def test_a_time_when_nothing_was_said_weighs_nothing(memory):
+    # Asked years after the conversation (or against another clock), "last night" holds
+    # nothing: the answer keeps its whole relevance instead of every unit losing a share.
+    said = datetime(2023, 5, 1, 20, tzinfo=timezone.utc)
+    memory.after_turn("u", "s1", [HumanMessage("I cooked a mushroom risotto for my parents."),
+                                  AIMessage("That sounds delicious!")], at=said)
+    memory.flush()
+    plain = memory.recall("u", "What did I cook for my parents?", k=3, at=said + timedelta(days=1), explain=True)
+    years = memory.recall("u", "What did I cook for my parents last night?", k=3, at=datetime(2026, 1, 5, tzinfo=timezone.utc),
+                          explain=True)
+    assert "risotto" in years[0].text and "risotto" in plain[0].text
+    assert years[0].parts is not None and plain[0].parts is not None
+    assert years[0].parts.relevance >= 0.9 * plain[0].parts.relevance
+    # Said then, the same question is about that night: the risotto, lifted by its time.
+    then = memory.recall("u", "What did I cook for my parents last night?", k=3, at=said + timedelta(hours=15),
+                         explain=True)
+    assert "risotto" in then[0].text and then[0].parts is not None
+    assert then[0].parts.relevance > years[0].parts.relevance
+
+
 def test_a_day_the_message_tells_of_is_not_a_day_it_asks_about(memory):
     # "Coming over on Sunday" is next Sunday: last Sunday's chatter must not be lifted over
     # what answers the question, nor the answer pushed behind it.

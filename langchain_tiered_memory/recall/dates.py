@@ -27,12 +27,22 @@ _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 _NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,
-    "couple of": 2, "few": 3,
+    "couple of": 2, "few": 3, "a couple": 2, "couple": 2, "several": 4,
 }
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
-_NUMBER = r"(\d+|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUMBER = (
+    r"(\d+|a couple of|couple of|a couple|couple|a few|few|several|an?|one|two|three|four|five|six|seven|"
+    r"eight|nine|ten|eleven|twelve)"
+)
 _AGO = re.compile(rf"\b{_NUMBER}\s+(day|week|month|year)s?\s+ago\b", re.I)
-_LAST = re.compile(r"\b(last|this|past)\s+(weekend|week|month|year)\b", re.I)
+# "the past few days", "over the last two weeks": from then until now.
+_RECENT = re.compile(rf"\b(?:last|past)\s+(?:{_NUMBER}\s+)?(day|week)s\b", re.I)
+# "over the weekend", "at the weekend": the one just gone (or under way), as "this weekend".
+_LAST = re.compile(r"\b(last|this|past|over the|on the|at the)\s+(weekend|week|month|year)\b", re.I)
+# "on the 5th": the last 5th of a month up to today (not "the 5th of May", nor "the 3rd time").
+_ON_NTH = re.compile(r"\bon\s+the\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:[?.!,;]|$|of\s+this\s+month\b))", re.I)
+# "the other day": a few days back, not said which.
+_OTHER_DAY = re.compile(r"\bthe\s+other\s+day\b", re.I)
 _LAST_NAMED = re.compile(r"\b(last|this|on)\s+([a-z]+)\b", re.I)
 _YEAR = re.compile(r"\b(?:in\s+)?((?:19|20)\d\d)\b", re.I)
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -195,13 +205,28 @@ def _read(query: str, at: datetime) -> TimeRange | None:
         slack = {1: 1, 7: 4, 30: 15, 365: 120}[unit]
         return TimeRange(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), match.group(0))
 
-    if re.search(r"\byesterday\b", text):
+    match = _RECENT.search(text)
+    if match:
+        raw = match.group(1)
+        n = 1 if raw is None else int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        days = n * _UNIT_DAYS[match.group(2)]
+        return TimeRange(today - timedelta(days=days), today + timedelta(days=1), match.group(0))
+
+    # Before "yesterday", which it says too.
+    if re.search(r"\bday before yesterday\b", text):
+        return _span(today - timedelta(days=2), 1, "the day before yesterday")
+    if re.search(r"\b(yesterday|last night)\b", text):
         return _span(today - timedelta(days=1), 1, "yesterday")
     if re.search(r"\b(today|this morning|tonight|this afternoon|this evening)\b", text):
         return _span(today, 1, "today")
 
+    match = _OTHER_DAY.search(text)
+    if match:
+        return TimeRange(today - timedelta(days=10), today, match.group(0))
+
     match = _LAST.search(text)
-    if match and _OF_DATE.match(text, match.end()):
+    if match and (_OF_DATE.match(text, match.end()) or (match.group(1) in ("over the", "on the", "at the")
+                                                        and match.group(2) != "weekend")):
         match = None  # "the last week of August 2023": a part of the date named next
     if match:
         which, what = match.group(1), match.group(2)
@@ -232,6 +257,14 @@ def _read(query: str, at: datetime) -> TimeRange | None:
             month = _MONTHS[name]
             year = today.year if month < today.month or (which == "this" and month == today.month) else today.year - 1
             return _month(year, month, match.group(0), tz)  # type: ignore[arg-type]
+
+    match = _ON_NTH.search(text)
+    if match and 1 <= int(match.group(1)) <= 31:
+        day, month, year = int(match.group(1)), today.month, today.year
+        while True:  # the last such day up to today (not every month has a 31st)
+            if day <= calendar.monthrange(year, month)[1] and datetime(year, month, day, tzinfo=tz) <= today:
+                return _span(datetime(year, month, day, tzinfo=tz), 1, match.group(0))
+            year, month = (year, month - 1) if month > 1 else (year - 1, 12)
 
     explicit = _explicit(query, at)
     if explicit is not None:

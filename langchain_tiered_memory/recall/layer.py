@@ -176,6 +176,11 @@ class RecallLayer:
             results = searches.found(self)
         else:
             results = self._index.candidates_many(probes)
+        if named is not None and not any(results[1:3]):
+            # Nothing was said then, nor tells of then (a time before the conversation, or
+            # read against another clock): the time tells no unit from another, and lowering
+            # every one of them would only lift what carries no time over what was said.
+            named = None
         found: dict[str, Candidate] = {}
         for n, candidates in enumerate(results):
             for c in candidates:
