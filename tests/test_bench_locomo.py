@@ -66,3 +66,31 @@ def test_the_benchmark_runs_on_the_format_and_writes_its_report(tmp_path):
     assert (out / "locomo.md").read_text().startswith("# LoCoMo")
     assert (out / "locomo.png").stat().st_size > 0
     assert report["extraction"]["observations"] == 1
+    assert report["unmatched"]["n"] == sum(1 for r in report["records"] if r["system"] == "bm25" and r["r@10"] == 0)
+
+
+def test_where_bm25_finds_nothing_each_system_is_scored_on_those_queries_only():
+    records = [
+        {"system": "ours", "question": 1, "r@10": 1.0}, {"system": "bm25", "question": 1, "r@10": 0.0},
+        {"system": "ours", "question": 2, "r@10": 0.0}, {"system": "bm25", "question": 2, "r@10": 1.0},
+        {"system": "ours", "question": 3, "r@10": 0.5}, {"system": "bm25", "question": 3, "r@10": 0.0},
+    ]
+    assert bench_locomo.unmatched(records, ["ours", "bm25"]) == {"n": 2, "ours": 0.75, "bm25": 0.0}
+    assert bench_locomo.unmatched(records, ["ours"]) is None  # no BM25 run to tell
+
+
+def test_observations_are_asked_as_statements_with_their_sources(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(DATA))
+    out = tmp_path / "out"
+    assert bench_locomo.main(["--data", str(path), "--systems", "ours,bm25", "--queries", "observations",
+                              "--out", str(out)]) == 0
+    report = json.loads((out / "locomo.json").read_text())
+    # One statement (the observation), asked of each system, its source turn the evidence.
+    assert [r["system"] for r in report["records"]] == ["ours", "bm25"]
+    assert report["table"]["bm25"]["0"]["r@1"] == 1.0  # "Ben adopted a kitten named Pixel." finds D1:2
+    assert report["table"]["ours"]["0"]["r@10"] == 1.0
+    assert "answer_in_context" not in report["records"][0]
+    text = (out / "locomo.md").read_text()
+    assert "1 observations asked as statements" in text and "| statement R@1/5/10 |" in text
+    assert "DRAGON" not in text  # the paper's figures are for its questions
