@@ -408,6 +408,22 @@ class TestRules:
             "The user lives in Oslo.", "The user works at Acme, their employer.",
         ]
 
+    def test_a_long_statement_ends_where_a_clause_of_it_did(self):
+        def said(text: str) -> list[str]:
+            return [m.content for m in turn(text).memories]
+
+        # Cut at its word limit, a statement read "… last Saturday - it was really." (a
+        # chat's lines, each).
+        assert said("I ran a charity race for mental health last Saturday - it was really rewarding to see "
+                    "so many people there.") == ["The user ran a charity race for mental health last Saturday."]
+        assert said("I went to a pride parade last Friday and it was awesome - so much love there!") == [
+            "The user went to a pride parade last Friday and it was awesome."
+        ]
+        assert said("I love to read, especially.") == ["The user loves to read."]
+        # A clause or a time where the object should be: nothing to keep.
+        for text in ("I started a few days ago.", "I saw while hiking the other day."):
+            assert said(text) == [], text
+
     def test_a_past_form_is_kept_as_said(self):
         # "I never knew … until I met …" was rewritten "never knews … mets".
         assert to_third_person("I never knew it until I met them") == "the user never knew it until the user met them"

@@ -341,15 +341,53 @@ R_FROM_NOW_ON = _rx(
 )
 
 
+# A phrase cut at its word limit may end on a word that ends nothing ("went to a pride
+# parade … so much", "to stay true and"): it ends where a clause of it did, if one did, and
+# never on these words. Uncut, it only never ends on a conjunction ("to read, especially").
+_DANGLING = re.compile(
+    r"(?:[\s,]+(?:a|an|the|and|or|but|so|to|of|in|on|at|for|with|from|by|about|as|into|than|that|which|"
+    r"who|my|your|their|his|her|our|its|this|these|those|especially|very|really|just|even|more|most|"
+    r"some|any|every|is|are|was|were|be|been|it's|i|we|you|they|he|she|much|such)[\s,]*)+$",
+    re.I,
+)
+_OPEN_END = re.compile(r"(?:[\s,]+(?:and|or|but|so|especially)[\s,]*)+$", re.I)
+# Where a clause of a cut phrase ends, the surest first: a dash, a new subject, a comma;
+# a bare "and" only when nothing else does (it joins a list as often as clauses).
+_CLAUSE_BREAKS = [
+    re.compile(r"\s+-\s+"),
+    re.compile(r"\s+(?:and|but|so)\s+(?=(?:it|it's|that|this|they|we|i|he|she|there|now)\b)", re.I),
+    re.compile(r"\s+(?:so|but)\s+|,\s+", re.I),
+    re.compile(r"\s+and\s+", re.I),
+]
+# What opens another clause, not an object ("I saw while hiking"), or says only when.
+_NOT_AN_OBJECT = re.compile(
+    r"^(?:(?:while|when|whenever|after|before|since|until|if|because|though|although|unless)\b"
+    r"|(?:(?:a|an|one|two|three|four|five|a few|a couple of|several|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago"
+    r"|the\s+other\s+day|last\s+(?:night|week|weekend|month|year)|yesterday|today|recently|lately)\W*$)",
+    re.I,
+)
+
+
 def object_phrase(text: str, max_words: int = 12) -> str | None:
-    """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed."""
+    """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed, at
+    most ``max_words`` words and never ending on a word that ends nothing ("… and")."""
     text = _SUB_CLAUSE.sub("", text.strip())
     text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because)\b", text)[0]
     text = _TRAILING_FILLER.sub("", text).strip(" ,-")
     words = text.split()
-    if not words or PRONOUN_OBJECT.match(text):
+    if not words or PRONOUN_OBJECT.match(text) or _NOT_AN_OBJECT.match(text):
         return None
-    return " ".join(words[:max_words])
+    if len(words) > max_words:
+        phrase = " ".join(words[:max_words])
+        for pattern in _CLAUSE_BREAKS:
+            breaks = [m for m in pattern.finditer(phrase) if m.start() > 0]
+            if breaks:
+                phrase = phrase[: breaks[-1].start()]
+                break
+        phrase = _DANGLING.sub("", phrase)
+    else:
+        phrase = _OPEN_END.sub("", " ".join(words))
+    return phrase.strip(" ,-") or None
 
 
 def third_person_object(text: str) -> str:
