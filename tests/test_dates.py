@@ -32,6 +32,7 @@ THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
     ("What did I mention the other day?", date(2025, 3, 3)),
     ("What did I cook a couple days ago?", date(2025, 3, 10)),
     ("What have I been reading the past few days?", date(2025, 3, 10)),
+    ("What did I fix during the last two weeks of February 2025?", date(2025, 2, 1)),  # of that month
 ])
 def test_a_time_asked_about_is_resolved(query, start):
     found = resolve(query, THURSDAY)

@@ -36,7 +36,7 @@ _NUMBER = (
 )
 _AGO = re.compile(rf"\b{_NUMBER}\s+(day|week|month|year)s?\s+ago\b", re.I)
 # "the past few days", "over the last two weeks": from then until now.
-_RECENT = re.compile(rf"\b(?:last|past)\s+(?:{_NUMBER}\s+)?(day|week)s\b", re.I)
+_RECENT = re.compile(rf"\b(?:last|past)\s+{_NUMBER}\s+(day|week)s\b", re.I)
 # "over the weekend", "at the weekend": the one just gone (or under way), as "this weekend".
 _LAST = re.compile(r"\b(last|this|past|over the|on the|at the)\s+(weekend|week|month|year)\b", re.I)
 # "on the 5th": the last 5th of a month up to today (not "the 5th of May", nor "the 3rd time").
@@ -206,9 +206,9 @@ def _read(query: str, at: datetime) -> TimeRange | None:
         return TimeRange(centre - timedelta(days=slack), centre + timedelta(days=slack + 1), match.group(0))
 
     match = _RECENT.search(text)
-    if match:
+    if match and not _OF_DATE.match(text, match.end()):  # not "the last two weeks of May"
         raw = match.group(1)
-        n = 1 if raw is None else int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        n = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
         days = n * _UNIT_DAYS[match.group(2)]
         return TimeRange(today - timedelta(days=days), today + timedelta(days=1), match.group(0))
 
