@@ -424,6 +424,18 @@ class TestRules:
         for text in ("I started a few days ago.", "I saw while hiking the other day."):
             assert said(text) == [], text
 
+    def test_an_idiom_is_no_job_and_no_home(self):
+        # Each from a chat: the job rule read "a sucker for" as a job at "any superhero",
+        # the home rule "stay in shape" as a place.
+        for text in ("I'm a sucker for any superhero - everyone has their own rad story.",
+                     "I stay in shape by hitting the gym and taking my dog out.", "We stay in touch by email."):
+            result = turn(text)
+            assert result.memories == [], text
+            assert not any({"job", "employer", "location"} & set(e.attributes) for e in result.entities), text
+        assert [m.content for m in turn("I'm a volunteer for the Red Cross.").memories] == [
+            "The user works as a volunteer at Red Cross."
+        ]
+
     def test_a_past_form_is_kept_as_said(self):
         # "I never knew … until I met …" was rewritten "never knews … mets".
         assert to_third_person("I never knew it until I met them") == "the user never knew it until the user met them"

@@ -51,7 +51,8 @@ or digits → product, nationalities and languages → topic, else other).
 
 Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
 :mod:`.patterns` and :mod:`.rules` (the table above; :mod:`.changes` its rows of what is new:
-a pastime taken up, a switch, a new possession), :mod:`.summary` (extractive summaries
+a pastime taken up, a switch, a new possession; :mod:`.phrases` cuts what a pattern captured
+down to a value), :mod:`.summary` (extractive summaries
 and episodes), :mod:`.extractor` (:class:`OfflineExtractor`, and :class:`ExtractiveSummaries`, the
 fallback :func:`~langchain_tiered_memory.extraction.make_extractor` hands the LLM extractor).
 Nothing here imports the LLM extractor: only :mod:`~langchain_tiered_memory.extraction.schema` and its message helpers.

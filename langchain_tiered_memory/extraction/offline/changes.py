@@ -16,11 +16,8 @@ from .patterns import (
     R_REPLACES,
     R_SWITCHED,
     R_TOOK_UP,
-    counted,
-    third_person_object,
-    thing_phrase,
-    with_article,
 )
+from .phrases import counted, third_person_object, thing_phrase, with_article
 
 __all__ = ["changes"]
 

@@ -1,8 +1,8 @@
-"""The clause patterns of the offline rules: what a user says about themself, and phrase helpers.
+"""The clause patterns of the offline rules: what a user says about themself.
 
 Each ``R_*`` pattern recognises one kind of statement in a clause of the user's message
-(see :mod:`langchain_tiered_memory.offline` for the table); the helpers cut the phrase a
-pattern captured down to a value ("Paris, which I love" → "Paris").
+(see :mod:`langchain_tiered_memory.offline` for the table); :mod:`.phrases` cuts the phrase
+a pattern captured down to a value ("Paris, which I love" → "Paris").
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .entities import NATIONALITIES, NOT_PROPER
-from .text import to_third_person
+from .phrases import CAP as _CAP
 
 _OPENER = (
     r"(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|my|we|we're|our|you|your|"
@@ -46,29 +45,8 @@ QUESTION_START = re.compile(
     r"suppose|imagine|what if|in case)\b",
     re.I,
 )
-_SUB_CLAUSE = re.compile(
-    r"\s+(?:because|since|although|though|when|whenever|which|who|if|unless|so that|but|as long as|while)\b.*$",
-    re.I,
-)
-_TRAILING_FILLER = re.compile(
-    r"(?:[\s,]+(?:too|as well|a lot|very much|so much|the most|really|though|lol|haha|please|"
-    r"thanks|thank you|anyway|tbh|honestly|actually))+\s*$",
-    re.I,
-)
-PRONOUN_OBJECT = re.compile(
-    r"^(?:it|that|this|them|you|him|her|these|those|what|how|when|one|yourself|yourselves|myself|ourselves|sure)\b", re.I
-)
 
-_CAP = r"(?:[A-Z][a-z]+'[A-Z][a-zA-Z]+|[A-Z][a-zA-Z0-9\-]*)"
-_PROPER = rf"{_CAP}(?:\s+(?:(?:of|de|del|della|da|di|la|le|du|des|von|van|der|upon)\s+)?{_CAP})*(?:,\s*{_CAP}(?:\s+{_CAP})*)?"
 _NAME = rf"{_CAP}(?:\s+{_CAP})?"
-_NOT_NAMES = NOT_PROPER | NATIONALITIES | {
-    "not", "fine", "good", "here", "back", "happy", "sad", "tired", "busy", "ready", "done",
-    "new", "glad", "excited", "sorry", "looking", "trying", "going", "interested", "single",
-    "married", "retired", "vegan", "vegetarian", "allergic", "from", "in", "at", "a", "an",
-    "the", "very", "so", "really", "still", "just", "also", "currently", "originally",
-    "learning", "working", "planning", "based", "living", "moving", "on", "off", "out",
-}
 JOB_WORDS = {
     "engineer", "developer", "programmer", "designer", "teacher", "doctor", "nurse", "lawyer",
     "attorney", "student", "scientist", "researcher", "manager", "writer", "author", "artist",
@@ -177,6 +155,11 @@ NOW_START = re.compile(r"(?i)^(?:and\s+)?(?:now|nowadays|these\s+days|currently|
 # "We're finally unpacked in Lisbon": settling in says where home is now.
 R_LOCATION3 = _rx(
     rf"{_I_OR_WE}(?i:(?:'re|'m|\s+are|\s+am)(?:\s+(?:finally|now|all|just))*\s+(?:settled|unpacked|moved\s+in)\s+in)\s+(?P<place>.+)"
+)
+# "I stay in shape", "we keep in touch": where no one lives.
+NOT_A_PLACE = re.compile(
+    r"(?i)(?:shape|touch|contact|bed|line|tune|character|control|charge|the\s+loop|the\s+moment|"
+    r"the\s+zone|my\s+lane|a\s+rut)\b"
 )
 R_LOCATION2 = _rx(rf"(?i:\b(?:my\s+home\s+is|my\s+city\s+is|i\s+call)\s+(?:in\s+)?)(?P<place>.+)")
 R_HOMETOWN = _rx(
@@ -343,143 +326,6 @@ R_FROM_NOW_ON = _rx(
 )
 
 
-# A phrase cut at its word limit may end on a word that ends nothing ("went to a pride
-# parade … so much", "to stay true and"): it ends where a clause of it did, if one did, and
-# never on these words. Uncut, it only never ends on a conjunction ("to read, especially").
-_DANGLING = re.compile(
-    r"(?:[\s,]+(?:a|an|the|and|or|but|so|to|of|in|on|at|for|with|from|by|about|as|into|than|that|which|"
-    r"who|my|your|their|his|her|our|its|this|these|those|especially|very|really|just|even|more|most|"
-    r"some|any|every|is|are|was|were|be|been|it's|i|we|you|they|he|she|much|such)[\s,]*)+$",
-    re.I,
-)
-_OPEN_END = re.compile(r"(?:[\s,]+(?:and|or|but|so|especially)[\s,]*)+$", re.I)
-# Where a clause of a cut phrase ends, the surest first: a dash, a new subject, a comma;
-# a bare "and" only when nothing else does (it joins a list as often as clauses).
-_CLAUSE_BREAKS = [
-    re.compile(r"\s+-\s+"),
-    re.compile(r"\s+(?:and|but|so)\s+(?=(?:it|it's|that|this|they|we|i|he|she|there|now)\b)", re.I),
-    re.compile(r"\s+(?:so|but)\s+|,\s+", re.I),
-    re.compile(r"\s+and\s+", re.I),
-]
-# What opens another clause, not an object ("I saw while hiking"), or says only when.
-_NOT_AN_OBJECT = re.compile(
-    r"^(?:(?:while|when|whenever|after|before|since|until|if|because|though|although|unless)\b"
-    r"|(?:(?:a|an|one|two|three|four|five|a few|a couple of|several|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago"
-    r"|the\s+other\s+day|last\s+(?:night|week|weekend|month|year)|yesterday|today|recently|lately)\W*$)",
-    re.I,
-)
-
-
-def object_phrase(text: str, max_words: int = 12) -> str | None:
-    """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed, at
-    most ``max_words`` words and never ending on a word that ends nothing ("… and")."""
-    text = _SUB_CLAUSE.sub("", text.strip())
-    text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because)\b", text)[0]
-    text = _TRAILING_FILLER.sub("", text).strip(" ,-")
-    words = text.split()
-    if not words or PRONOUN_OBJECT.match(text) or _NOT_AN_OBJECT.match(text):
-        return None
-    if len(words) > max_words:
-        phrase = " ".join(words[:max_words])
-        for pattern in _CLAUSE_BREAKS:
-            breaks = [m for m in pattern.finditer(phrase) if m.start() > 0]
-            if breaks:
-                phrase = phrase[: breaks[-1].start()]
-                break
-        phrase = _DANGLING.sub("", phrase)
-    else:
-        phrase = _OPEN_END.sub("", " ".join(words))
-    return phrase.strip(" ,-") or None
-
-
-def third_person_object(text: str) -> str:
-    # "The user loves their dog" reads better than "… loves the user's dog".
-    return to_third_person(text).replace("the user's", "their")
-
-
-def with_article(noun: str) -> str:
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
-
-
-def counted(noun: str) -> str:
-    """``noun`` as one of a kind: with its article, or bare when its last word reads as a
-    plural ("a pottery class", "salsa classes", "new glasses")."""
-    last = noun.split()[-1]
-    plural = last.islower() and last.endswith("s") and not last.endswith("ss")
-    return noun if plural else with_article(noun)
-
-
-def instruction_text(text: str) -> str:
-    return to_third_person(_TRAILING_FILLER.sub("", text.strip().rstrip("?!. ")))
-
-
-def place_name(text: str) -> str | None:
-    text = text.strip()
-    lead = re.match(r"(?i:the\s+)?", text)
-    rest = text[lead.end() if lead else 0 :]
-    proper = re.match(_PROPER, rest)
-    if proper:
-        words = proper.group(0)
-        kept = []
-        for w in re.split(r"(\s+|,\s*)", words):
-            if w.strip(", ").lower() in NOT_PROPER:
-                break
-            kept.append(w)
-        value = "".join(kept).strip(" ,")
-        if value:
-            return value
-    phrase = object_phrase(text, 8)
-    if phrase and len(phrase.split()) == 1 and phrase.isalpha():
-        return phrase.capitalize()  # "i live in paris": casual lowercase
-    return phrase
-
-
-def person_name(text: str) -> str | None:
-    words = []
-    for word in text.split():
-        if word.lower() in _NOT_NAMES or word.lower().endswith("ing"):
-            break
-        words.append(word[0].upper() + word[1:])
-    return " ".join(words) or None
-
-
-def thing_phrase(text: str, *, pastime: bool = False) -> str | None:
-    """The thing a phrase names: up to its first comma or the verb that follows it, without
-    the times and fillers after it ("my new Pixel 8 tonight, finally" → "Pixel 8"; "my new
-    flat has a balcony" → "flat")."""
-    phrase = object_phrase(text.split(",")[0], 6)
-    if not phrase:
-        return None
-    words = phrase.split()
-    ends = (_PREDICATE, _PAST) if pastime else (_PREDICATE, _PAST, _PREPOSITION)
-    end = next((i for i, w in enumerate(words) if i and any(p.match(w) for p in ends)), len(words))
-    phrase = _TRAILING_TIME.sub("", " ".join(words[:end])).strip()
-    return phrase or None
-
-
-#: Words that end the name of a thing: a verb or what joins a clause to it ("my new phone
-#: *is* amazing", "pottery *and* it's great").
-_PREDICATE = re.compile(
-    r"(?i)^(?:is|are|was|were|be|been|'s|has|have|had|does|do|did|will|would|can|could|should|shall|may|might|"
-    r"must|arrived|arrives|broke|breaks|came|comes|got|gets|looks|feels|felt|seems|needs|costs?|makes|made|"
-    r"takes|took|keeps|kept|goes|went|works|runs|ran|sounds|just|already|still|really|so|and|but|or|that|"
-    r"which|who|because|it|it's)$"
-)
-#: Prepositions other than "in" also end the name of an object ("my new bike *from* the
-#: shop"; "our new place in Lisbon" keeps its place), not of a pastime ("going to the gym").
-_PREPOSITION = re.compile(r"(?i)^(?:from|for|to|by|with|on|off|at|into|onto|about|after|before|since|than|like)$")
-#: A regular past tense ("arrived", "crashed"): a verb after the thing, not part of its name
-#: ("speed", "breed" are).
-_PAST = re.compile(r"(?i)^(?![a-z]*eed$)[a-z]{3,}ed$")
-
-
-#: Times and fillers that end a phrase without being part of the thing it names.
-_TRAILING_TIME = re.compile(
-    r"(?:\s+(?:(?:last|this|next|that)\s+(?:week|weekend|month|year|spring|summer|autumn|fall|winter|morning|"
-    r"afternoon|evening|night)|today|tonight|yesterday|finally|again|lately|recently|now|at\s+last|"
-    r"these\s+days|already|too|as\s+well))+$",
-    re.IGNORECASE,
-)
 #: Words that stand where a name would and name no one ("someone from work").
 NOT_PEOPLE = frozenset({"someone", "somebody", "everyone", "everybody", "anyone", "anybody", "nobody", "people",
                          "guys", "folks", "they", "he", "she", "we", "i"})

@@ -26,12 +26,12 @@ from .patterns import (
     JOB_WORDS,
     LIKE_VERBS,
     MARITAL,
+    NOT_A_PLACE,
     NOT_ACTIVITIES,
     NOW_START,
     NOT_PEOPLE,
     PERSON_DEED,
     PETS,
-    PRONOUN_OBJECT,
     QUESTION_START,
     R_ACTIVITY,
     R_AGE,
@@ -69,11 +69,14 @@ from .patterns import (
     R_WORK_AT,
     RELATION_OF_PLACE,
     WISHED_START,
+    reports_event,
+)
+from .phrases import (
+    PRONOUN_OBJECT,
     instruction_text,
     object_phrase,
     person_name,
     place_name,
-    reports_event,
     third_person_object,
     with_article,
 )
@@ -247,7 +250,7 @@ class _Rules:
         for rx, key in ((R_LOCATION, "location"), (R_LOCATION2, "location"), (R_LOCATION3, "location"),
                        (R_HOMETOWN, "hometown")):
             m = rx.search(clause)
-            if m and (place := place_name(m.group("place"))):
+            if m and (place := place_name(m.group("place"))) and not NOT_A_PLACE.match(place):
                 place = self.name(place)
                 f.add_attr(key, place)
                 if place[0].isupper():
@@ -264,12 +267,14 @@ class _Rules:
             if m:
                 role = object_phrase(m.group("role"), 5)
                 head = role.split()[-1].lower() if role else ""
-                if role and (m.group("org") or head in JOB_WORDS or head.rstrip("s") in JOB_WORDS):
+                # "I'm a nurse", "I'm a barista at Blue Bottle"; not "I'm a sucker for superheroes".
+                named_org = re.sub(r"(?i)^the\s+", "", m.group("org") or "")[:1].isupper()
+                if role and (named_org or head in JOB_WORDS or head.rstrip("s") in JOB_WORDS):
                     job, org = role, m.group("org")
                 elif (
                     role
                     and head not in DIETS | HEALTH | MARITAL
-                    and not re.match(r"(?i)(?:bit|little|lot|fan|big\s+fan|huge\s+fan)\b", role)
+                    and not re.match(r"(?i)(?:bit|little|lot|fan|big\s+fan|huge\s+fan|sucker)\b", role)
                 ):
                     mem(f"The user is {with_article(role)}", "fact", "self")
         if org is None:
