@@ -435,6 +435,14 @@ class TestRules:
         assert [m.content for m in turn("I'm a volunteer for the Red Cross.").memories] == [
             "The user works as a volunteer at Red Cross."
         ]
+        assert turn("This is a chance to learn something new and work as a team.").memories == []
+        # What follows the dislike is its reason or a filler, not part of it.
+        assert [m.content for m in turn("I don't like dogs, that's why I have cats.").memories] == [
+            "The user doesn't like dogs."
+        ]
+        assert entity(turn("I don't like bowling itself, to be honest."), USER_ENTITY).attributes["dislikes"] == (
+            "bowling itself"
+        )
 
     def test_a_past_form_is_kept_as_said(self):
         # "I never knew … until I met …" was rewritten "never knews … mets".

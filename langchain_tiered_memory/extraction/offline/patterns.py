@@ -156,6 +156,8 @@ NOW_START = re.compile(r"(?i)^(?:and\s+)?(?:now|nowadays|these\s+days|currently|
 R_LOCATION3 = _rx(
     rf"{_I_OR_WE}(?i:(?:'re|'m|\s+are|\s+am)(?:\s+(?:finally|now|all|just))*\s+(?:settled|unpacked|moved\s+in)\s+in)\s+(?P<place>.+)"
 )
+# "We work as a team": how one works, not a job.
+NOT_A_JOB = re.compile(r"(?i)(?:team|unit|group|family|whole|pair|one)\b")
 # "I stay in shape", "we keep in touch": where no one lives.
 NOT_A_PLACE = re.compile(
     r"(?i)(?:shape|touch|contact|bed|line|tune|character|control|charge|the\s+loop|the\s+moment|"

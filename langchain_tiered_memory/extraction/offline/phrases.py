@@ -30,7 +30,7 @@ _SUB_CLAUSE = re.compile(
 )
 _TRAILING_FILLER = re.compile(
     r"(?:[\s,]+(?:too|as well|a lot|very much|so much|the most|really|though|lol|haha|please|"
-    r"thanks|thank you|anyway|tbh|honestly|actually))+\s*$",
+    r"thanks|thank you|anyway|tbh|honestly|actually|to be honest|i guess|i think))+\s*$",
     re.I,
 )
 PRONOUN_OBJECT = re.compile(
@@ -69,7 +69,7 @@ def object_phrase(text: str, max_words: int = 12) -> str | None:
     """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed, at
     most ``max_words`` words and never ending on a word that ends nothing ("… and")."""
     text = _SUB_CLAUSE.sub("", text.strip())
-    text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because)\b", text)[0]
+    text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because|that's\s+why|which\s+is\s+why)\b", text)[0]
     text = _TRAILING_FILLER.sub("", text).strip(" ,-")
     words = text.split()
     if not words or PRONOUN_OBJECT.match(text) or _NOT_AN_OBJECT.match(text):

@@ -26,6 +26,7 @@ from .patterns import (
     JOB_WORDS,
     LIKE_VERBS,
     MARITAL,
+    NOT_A_JOB,
     NOT_A_PLACE,
     NOT_ACTIVITIES,
     NOW_START,
@@ -262,6 +263,8 @@ class _Rules:
         m = R_JOB_AS.search(clause)
         if m:
             job, org = object_phrase(m.group("role"), 5), m.group("org")
+            if job and NOT_A_JOB.match(job):
+                job = org = None  # "work as a team": how, not what
         else:
             m = R_IM_A.search(clause)
             if m:
