@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from langchain_tiered_memory.recall.dates import asks_when, resolve, tells_current, told_of
+from langchain_tiered_memory.recall.dates import asks_when, resolve, tells, tells_current, told_of
 
 THURSDAY = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
 
@@ -114,3 +114,15 @@ def test_a_message_that_asks_plans_or_names_no_time_tells_of_none(text):
 ])
 def test_a_question_asking_when_is_told_apart(query, when):
     assert asks_when(query) is when
+
+
+@pytest.mark.parametrize("query, telling", [
+    ("Yesterday I finally ran the marathon!", True),  # when it happened, not what it wants
+    ("Mel ran a charity race last Saturday.", True),
+    ("What did I do yesterday?", False),
+    ("Remind me what I did on Sunday.", False),  # a request asks
+    ("coffee with Anna on Sunday", False),  # a search: no one did anything
+    ("We went hiking last weekend. Can you recommend boots?", False),  # it asks too
+])
+def test_a_statement_of_what_was_done_is_told_apart_from_what_asks(query, telling):
+    assert tells(query) is telling

@@ -175,6 +175,24 @@ def test_a_time_when_nothing_was_said_weighs_nothing(memory):
     assert then[0].parts.relevance > years[0].parts.relevance
 
 
+def test_a_statement_recalls_what_it_calls_back_not_what_was_said_on_its_day(memory):
+    # before_turn reads the user's message as its query. "Yesterday I finally ran the
+    # marathon!" tells when it happened; what it calls back, the training, was said weeks
+    # before, and yesterday's other chatter is not lifted over it.
+    race = datetime(2025, 4, 6, 10, tzinfo=timezone.utc)
+    memory.after_turn("u", "s1", [HumanMessage("My marathon training plan has me running 50 miles a week now."),
+                                  AIMessage("That's a serious plan!")], at=race - timedelta(days=30))
+    memory.after_turn("u", "s2", [HumanMessage("I finally fixed the leaky kitchen tap."), AIMessage("Nice work!")],
+                      at=race)
+    memory.flush()
+    said = "Yesterday I finally ran the marathon!"
+    first = memory.recall("u", said, k=3, at=race + timedelta(days=1))[0]
+    assert "training plan" in first.text
+    # Asked, the same day is the point: what was said then comes first.
+    asked = memory.recall("u", "What did I finally do yesterday?", k=3, at=race + timedelta(days=1))[0]
+    assert "tap" in asked.text
+
+
 def test_a_day_the_message_tells_of_is_not_a_day_it_asks_about(memory):
     # "Coming over on Sunday" is next Sunday: last Sunday's chatter must not be lifted over
     # what answers the question, nor the answer pushed behind it.

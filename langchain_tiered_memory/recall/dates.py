@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..text.sentences import is_question, sentences_of
 
-__all__ = ["TimeRange", "asked_part", "asks_current", "asks_when", "resolve", "tells_current", "told_of"]
+__all__ = ["TimeRange", "asked_part", "asks_current", "asks_when", "resolve", "tells", "tells_current", "told_of"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -90,6 +90,31 @@ _TELLS_CURRENT = re.compile(
     r"no longer|anymore|any more|instead|used to|" + _CHANGE_VERBS + r")\b",
     re.IGNORECASE,
 )
+
+
+#: A request for what memory holds ("Remind me what I did on Sunday"): it asks, as a question does.
+_REQUEST = re.compile(
+    r"^(?:(?:ok|okay|so|and|hey)[,\s]+)?(?:please\s+)?(?:can you\s+|could you\s+)?"
+    r"(?:remind|tell|show|find|search|list|recall|look\s+up|give|summari[sz]e|describe|what|which)\b",
+    re.I,
+)
+#: Someone who did something: a subject and a verb in the past ("I finally finished", "Mel
+#: ran", "we went").
+_DID = re.compile(
+    r"\b(?:I|we|he|she|they|[A-Z][a-z]+)\s+(?:(?:just|finally|already|also|really|recently|actually|then|"
+    r"never|even|first)\s+)?(?:[a-z]{2,}ed|ran|went|saw|made|took|got|had|did|came|met|won|lost|bought|"
+    r"found|gave|left|told|felt|wrote|began|spent|sent|built|ate|drank|sang|flew|drove|rode|swam|read)\b"
+)
+
+
+def tells(query: str) -> bool:
+    """Whether ``query`` tells of something done rather than asks ("Yesterday I finally ran
+    the marathon!", a message ``before_turn`` reads as its query): no question, no request,
+    and someone who did something. The time it names is when that happened, not the time
+    whose memories it wants: what it calls back (the weeks of training) was said before."""
+    if not query or any(is_question(s) for s in sentences_of(query) if s.strip()):
+        return False
+    return not _REQUEST.match(query.strip()) and bool(_DID.search(query))
 
 
 #: A question about when something happened.
