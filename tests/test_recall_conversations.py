@@ -284,3 +284,35 @@ def test_a_turns_query_naming_a_speaker_is_embedded_once_for_recall_and_episodes
         ctx = memory.before_turn("gj", "gj-new", "When has Gina lost her job at Door Dash?", at=T0 + timedelta(days=30))
         assert {s.name for s in ctx.sections} >= {"memories", "episodes"}
         assert counting.queries == ["When has lost her job at Door Dash?"]
+
+
+def test_the_name_a_listener_is_called_by_matches_no_question_about_them(memory):
+    # An app that names no speaker on its messages: "Gina" is in the lines that call her,
+    # not in what she said. The index leaves the listener's name out of what it reads, so
+    # "She's great, thanks Gina!" no longer matches a question about Gina by her name.
+    for human, ai in [("How was your week?", "Busy! How about you?"),
+                      ("I'm taking my sister hiking in the Alps on Saturday.", "Say hi to your sister, Gina!"),
+                      ("Will do, thanks Jon!", "Have fun, Gina!"),
+                      ("How is your sister doing?", "She's great, thanks Gina!")]:
+        memory.after_turn("g", "s", [HumanMessage(human), AIMessage(ai)], at=T0)
+    memory.flush()
+    hits = memory.recall("g", "What is Gina doing with her sister?", k=5, at=T0 + timedelta(days=1))
+    said = [h.text for h in hits]
+    answer = next(i for i, t in enumerate(said) if "hiking in the Alps" in t)
+    for only_calls in ("She's great, thanks Gina!", "Have fun, Gina!"):
+        assert all(i > answer for i, t in enumerate(said) if only_calls in t), said
+
+
+def test_the_index_reads_a_line_without_the_names_it_calls_its_listener_by():
+    from langchain_tiered_memory.recall.dialogue import Line, indexed_text
+    from langchain_tiered_memory.text.vocatives import unaddressed
+
+    assert unaddressed("Hey Caroline! Thanks, Mel! That's the spirit, Jon! How are you, Jon?") == (
+        "Hey! Thanks! That's the spirit! How are you?"
+    )
+    # What it is about, and names that are no call, stay.
+    for kept in ("I met Caroline at the museum.", "I love France, especially Paris.", "Caroline, Mel and I went."):
+        assert unaddressed(kept) == kept
+    line = Line("m1", 3, T0, "assistant", "Go get 'em, Jon! The pitch is Friday.", 12)
+    assert indexed_text([line]) == "assistant (2023-03-01): Go get 'em! The pitch is Friday."
+    assert line.render() == "assistant (2023-03-01): Go get 'em, Jon! The pitch is Friday."  # as quoted: whole

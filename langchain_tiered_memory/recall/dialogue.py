@@ -11,7 +11,7 @@ each line, so "when" and "who said it" are in what is embedded and what BM25 see
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from ..backends.bm25 import content_words
 from ..backends.filters import iso
 from .dates import tells_current, told_of
 from ..text.sentences import only_asks, sentences_of
+from ..text.vocatives import unaddressed
 from ..storage.message_format import decode, said
 from ..storage.rows import Unit
 from ..storage.units import unit_id
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from ..index.recall_index import RecallIndex
     from ..storage import Storage, UnitRow
 
+#: The speakers of messages that name none: their roles.
+ROLES = frozenset({"user", "assistant"})
 #: Characters of one message kept in an indexed text (MiniLM reads 256 tokens; BM25 all).
 MAX_INDEXED_CHARS = 4_000
 #: Sentences of one message kept as vectors of their own (the first ones: a long message's
@@ -112,7 +115,7 @@ class DialogueLayer:
         out = []
         for u in units:
             own = lines[u.id]
-            text = "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in own)
+            text = indexed_text(own)
             asks = round(sum(line.asks for line in own) / len(own), 2) if own else 0.0
             people = [line for line in own if line.speaker != "assistant"]
             news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
@@ -193,10 +196,21 @@ class DialogueLayer:
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The indexed text of the units among ``ids``."""
         units = list(self._storage.units.get_many(list(ids)).values())
-        return {
-            uid: "\n".join(line.render(limit=MAX_INDEXED_CHARS) for line in lines) or " "
-            for uid, lines in self.lines(units).items()
-        }
+        return {uid: indexed_text(lines) or " " for uid, lines in self.lines(units).items()}
+
+
+def indexed_text(lines: Sequence[Line]) -> str:
+    """What the index reads of a unit's lines (BM25's terms, the embedding's input): each as
+    :meth:`Line.render` writes it; a line whose speaker is not named, without the names it
+    calls its listener by (:mod:`..text.vocatives`). Where speakers are named, recall leaves
+    their names out of the query and matches them by who said a line, so a name in a line's
+    call matches nothing already (and LoCoMo, fed with names, ranks alike either way: R@10
+    0.801 with the calls left out, 0.802 kept). Fed without names, R@1 0.289 -> 0.350 and
+    R@10 0.700 -> 0.736."""
+    return "\n".join(
+        (replace(line, text=unaddressed(line.text)) if line.speaker in ROLES else line).render(limit=MAX_INDEXED_CHARS)
+        for line in lines
+    )
 
 
 def sentence_spans(line: Line, text: str) -> list[tuple[int, int]]:
