@@ -23,6 +23,9 @@ transgender stories inspiring"), each with the turns it was drawn from. A query 
 a question, in words no rule here was tuned on: a check that recall is not fitted to how
 LoCoMo's questions are put.
 
+``--unnamed`` feeds ours the messages without their speakers' names, as an app that sets
+none (the baselines keep ``speaker: text``).
+
     python benchmarks/bench_locomo.py --data ../shared/data/locomo10.json
     python benchmarks/bench_locomo.py --data ../shared/data/locomo10.json --queries observations --out /tmp/obs
     python benchmarks/bench_locomo.py --data locomo10.json --conversations 2 --out /tmp/lc
@@ -79,6 +82,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--grains", help="diagnostic: recall() over these grains (comma-separated) instead of its default")
     p.add_argument("--queries", choices=("questions", "observations"), default="questions",
                    help="ask LoCoMo's questions (categories 1-4), or its observations as statements")
+    p.add_argument("--unnamed", action="store_true",
+                   help="feed ours the messages without their speaker's name, as an app that sets none")
     args = p.parse_args(argv)
     args.system_list = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
     if not args.system_list:
@@ -107,8 +112,9 @@ def message_id(conv: Conversation, dia: str) -> str:
     return f"{conv.id}:{dia}"
 
 
-def ingest(memory: TieredMemory, conversations: list[Conversation]) -> float:
-    """Every conversation through ``after_turn``, an exchange at a time; seconds taken."""
+def ingest(memory: TieredMemory, conversations: list[Conversation], named: bool = True) -> float:
+    """Every conversation through ``after_turn``, an exchange at a time (each message with
+    its speaker's ``name`` unless not ``named``); seconds taken."""
     start = time.perf_counter()
     for conv in conversations:
         first = conv.speakers[0]
@@ -117,7 +123,9 @@ def ingest(memory: TieredMemory, conversations: list[Conversation]) -> float:
             for i in range(0, len(session), 2):
                 pair = session[i : i + 2]
                 messages: list[BaseMessage] = [
-                    (HumanMessage if t.speaker == first else AIMessage)(t.text, name=t.speaker, id=message_id(conv, t.id))
+                    (HumanMessage if t.speaker == first else AIMessage)(
+                        t.text, name=t.speaker if named else None, id=message_id(conv, t.id)
+                    )
                     for t in pair
                 ]
                 memory.after_turn(conv.id, thread, messages, at=pair[0].at)
@@ -198,7 +206,7 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
     try:
         if memory is not None:
             if not fed:
-                out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations) * 1000 / turns
+                out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations, not args.unnamed) * 1000 / turns
             out["extraction"] = extraction(memory, conversations)
         asked_n = 0
         for conv in conversations:
