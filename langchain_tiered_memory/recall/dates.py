@@ -114,7 +114,12 @@ def tells(query: str) -> bool:
     whose memories it wants: what it calls back (the weeks of training) was said before."""
     if not query or any(is_question(s) for s in sentences_of(query) if s.strip()):
         return False
-    return not _REQUEST.match(query.strip()) and bool(_DID.search(query))
+    return _done(query)
+
+
+def _done(text: str) -> bool:
+    """Whether ``text``, which asks no question, tells of something done (see :func:`tells`)."""
+    return not _REQUEST.match(text.strip()) and bool(_DID.search(text))
 
 
 #: A question about when something happened.
@@ -173,9 +178,13 @@ def asked_part(query: str) -> str | None:
     Sunday. What should I cook?" asks about no Sunday. A question that looks ahead ("what
     should I cook tonight?", "what's on next week?") asks about no past time either, and
     memory holds the past — unless it also looks back ("what did I plan for tonight?").
+    A message that only tells of something done (:func:`tells`) asks about no time: the one
+    it names is when that happened.
     """
     sentences = [s for s in sentences_of(query) if s.strip()]
     asking = [s for s in sentences if is_question(s)]
+    if not asking and _done(query):
+        return None
     part = " ".join(asking) if asking and len(asking) < len(sentences) else query
     if _LOOKS_AHEAD.search(part) and not _LOOKS_BACK.search(part):
         return None
@@ -215,6 +224,11 @@ def told_of(text: str, at: datetime) -> TimeRange | None:
     return _read(told, at)
 
 
+def _count(raw: str) -> int:
+    """How many a number in a relative time says ("3", "a couple of", "few")."""
+    return int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+
+
 def _read(query: str, at: datetime) -> TimeRange | None:
     """The span of time ``query`` names, read against ``at`` (see :func:`resolve`)."""
     tz = at.tzinfo
@@ -224,7 +238,7 @@ def _read(query: str, at: datetime) -> TimeRange | None:
     match = _AGO.search(text)
     if match:
         raw = match.group(1)
-        n = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        n = _count(raw)
         unit = _UNIT_DAYS[match.group(2)]
         centre = today - timedelta(days=n * unit)
         slack = {1: 1, 7: 4, 30: 15, 365: 120}[unit]
@@ -233,7 +247,7 @@ def _read(query: str, at: datetime) -> TimeRange | None:
     match = _RECENT.search(text)
     if match and not _OF_DATE.match(text, match.end()):  # not "the last two weeks of May"
         raw = match.group(1)
-        n = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        n = _count(raw)
         days = n * _UNIT_DAYS[match.group(2)]
         return TimeRange(today - timedelta(days=days), today + timedelta(days=1), match.group(0))
 

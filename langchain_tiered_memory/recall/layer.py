@@ -32,7 +32,7 @@ from .. import scoring
 from ..backends.records import Where
 from ..context import ContextSection
 from ..layers.sections import SectionRequest
-from .dates import asks_current, resolve, tells
+from .dates import asks_current, resolve
 from .dialogue import Line, best_sentences, lines_of
 from ..entries import check_k, check_user
 from ..errors import InvalidInputError
@@ -143,8 +143,8 @@ class RecallLayer:
         unnamed = self.embedded_text(user_id, query)
         vector = self._index.embed_query(unnamed)
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
-        # The time a question names, not the one a statement tells of (see dates.tells).
-        named = None if tells(query) else resolve(query, at)
+        # The time a question names, not the one a statement tells of (see dates.asked_part).
+        named = resolve(query, at)
 
         def where(
             start: datetime | None, end: datetime | None, news: bool = False,
