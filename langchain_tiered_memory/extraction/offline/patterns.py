@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 from .phrases import CAP as _CAP
 
+# What may join a clause to the one before it.
+_JOINED = r"(?:(?:and|but|also|so|then|plus)\s+)?"
 _OPENER = (
-    r"(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|my|we|we're|our|you|your|"
+    rf"{_JOINED}(?:i|i'm|i've|i'd|i'll|im|my|we|we're|our|you|your|"
     r"please|remember|always|never|don't|do not|call|from now on)\b"
 )
 _ELIDED = (
@@ -26,9 +28,7 @@ CLAUSE_SPLIT = re.compile(
 )
 ELIDED_START = re.compile(rf"^{_ELIDED}", re.I)
 # A clause whose subject is the user, so that a verb after its "and" is the user's too.
-FIRST_PERSON_START = re.compile(
-    r"^(?:(?:and|but|also|so|then|plus)\s+)?(?:i|i'm|i've|i'd|i'll|im|we|we're|we've)\b", re.I
-)
+FIRST_PERSON_START = re.compile(rf"^{_JOINED}(?:i|i'm|i've|i'd|i'll|im|we|we're|we've)\b", re.I)
 # Opening a sentence, a verb in the present with no subject wishes, bids or compliments
 # ("Have a great day!", "Enjoy your trip!", "Love the tattoo, did you just get it?") as
 # often as it drops the "I" of a statement: only a past one ("Moved to Lisbon in May"),
