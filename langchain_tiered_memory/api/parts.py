@@ -286,6 +286,11 @@ class Parts:
         # Any process may truncate the log: a scrub that readers held off is retried here
         # (not counted: flush does not wait for readers to go).
         self.forgetter.retry_scrub()
+        if self.index.unavailable is not None:
+            # Another process held the shard: once it lets go, this one takes it over now
+            # (retried every few seconds), not at its next search, so stats() says so and
+            # the forgets journaled meanwhile are finished.
+            self.index.available()
         if not self._backlog():
             return 0
         return self.forgetter.resume() + self.index.sync(stop=self.jobs.stopping)
