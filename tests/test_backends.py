@@ -225,6 +225,24 @@ def test_the_cosines_of_bm25_hits_the_dense_leg_missed(make):
     assert cosines == pytest.approx({pts[1].id: 0.6, pts[2].id: 0.0}, abs=1e-5)
 
 
+def test_the_cosines_of_points_read_by_id(make):
+    # The turns beside a recall's best are read by id, not searched: each one's exact
+    # cosine and the payload fields asked for; unknown ids are skipped.
+    import numpy as np
+
+    backend = make()
+    pts = [point("green tea every morning", words=4), point("trains to Kyoto", grain="turn"), point("tea", user="bob")]
+    backend.upsert(pts)
+    query = EMB.embed_query("green tea")
+    found = backend.cosines([pts[0].id, pts[1].id, str(uuid.uuid4())], query, ("grain", "words"))
+    assert sorted(r.id for r in found) == sorted([pts[0].id, pts[1].id])
+    vectors = {p.id: np.asarray(p.vector) / np.linalg.norm(p.vector) for p in pts}
+    for r in found:
+        assert r.score == pytest.approx(float(np.asarray(query) @ vectors[r.id]), abs=1e-5)
+    assert {r.id: r.payload for r in found} == {pts[0].id: {"grain": "fact", "words": 4}, pts[1].id: {"grain": "turn"}}
+    assert backend.cosines([], query, ("grain",)) == []
+
+
 def test_several_searches_in_one_batch_answer_as_each_alone(make):
     backend = make()
     pts = [point("green tea every morning"), point("black tea at noon", grain="turn"),
@@ -272,6 +290,12 @@ def test_a_quantized_edge_shard_scores_with_the_exact_vectors(tmp_path):
         stored = {r.id: np.array(r.vector) for r in backend.retrieve([h.id for h in hits], with_vectors=True)}
         for h in hits:
             assert h.score == pytest.approx(float(query @ stored[h.id]), abs=1e-5)  # exact cosine
+        # Points read by id are scored with their exact vectors too, every one of them.
+        some = [h.id for h in hits] + [r.id for r in backend.scroll(mine("bob"), limit=30)[0]]
+        read = {r.id: r.score for r in backend.cosines(some, query.tolist(), ())}
+        assert set(read) == set(some)
+        for r in backend.retrieve(some, with_vectors=True):
+            assert read[r.id] == pytest.approx(float(query @ np.array(r.vector)), abs=1e-5)
         alice = np.array([i % 100 != 0 for i in range(len(vectors))])
         exact = np.sort(vectors[alice] @ query)[::-1][:2]
         assert [h.score for h in hits[:2]] == pytest.approx(exact.tolist(), abs=1e-5)  # the true two best

@@ -258,6 +258,25 @@ class BaseBackend(abc.ABC):
              for v, w, n in searches]
         )
 
+    def cosines(self, ids: Sequence[str], vector: Sequence[float], fields: Sequence[str]) -> list[ScoredRecord]:
+        """The cosine to ``vector`` of each stored point among ``ids`` that has this model's
+        vector, with the payload ``fields``: read by id, not searched (an engine that can
+        score a set of ids itself overrides this, sparing the vectors' trip)."""
+        self._require_vectors()
+        if not ids:
+            return []
+        import numpy as np  # here, not at module level: importing the package loads no numpy
+
+        records = [r for r in self.retrieve(list(ids), with_vectors=True) if r.vector]
+        if not records:
+            return []
+        query = np.asarray(check_vector(vector, self.dimension), dtype=np.float32)
+        found = np.asarray([r.vector for r in records], dtype=np.float32) @ query
+        return [
+            ScoredRecord(r.id, float(v), {f: r.payload[f] for f in fields if f in r.payload})
+            for r, v in zip(records, found)
+        ]
+
     def hybrid(
         self, vector: Sequence[float], text: str, where: Where, limit: int, fields: Sequence[str] | None = None
     ) -> HybridHits:

