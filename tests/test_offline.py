@@ -444,6 +444,21 @@ class TestRules:
             "bowling itself"
         )
 
+    def test_praise_of_what_another_shows_is_no_taste_of_the_users(self):
+        # Each from a chat: the like rule kept "likes: your turtles", "to", "every day" and
+        # "the user said" ("like I said") in the user's profile.
+        for text in ("So cute! I love your turtles so much!", "I love his tech and that sarcastic humor.",
+                     "Glad you like it. Yeah, I love to.", "I'm grateful to have a job I enjoy every day.",
+                     "I wish I could get one, but like I said, it's tough.", "I love their work."):
+            result = turn(text)
+            assert result.memories == [], text
+            assert not any({"likes", "loves"} & set(e.attributes) for e in result.entities), text
+        # A taste of the user's own still is one, with what the user owns.
+        assert [m.content for m in turn("I love my turtles.", "I love to travel.").memories] == [
+            "The user loves their turtles.", "The user loves to travel."
+        ]
+        assert [m.content for m in turn("I hate your attitude.").memories] == []
+
     def test_a_past_form_is_kept_as_said(self):
         # "I never knew … until I met …" was rewritten "never knews … mets".
         assert to_third_person("I never knew it until I met them") == "the user never knew it until the user met them"

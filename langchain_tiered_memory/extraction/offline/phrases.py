@@ -56,9 +56,11 @@ _CLAUSE_BREAKS = [
     re.compile(r"\s+(?:so|but)\s+|,\s+", re.I),
     re.compile(r"\s+and\s+", re.I),
 ]
-# What opens another clause, not an object ("I saw while hiking"), or says only when.
+# What opens another clause, not an object ("I saw while hiking", "like I said", "being a
+# mom is awesome" read from its end), or says only when.
 _NOT_AN_OBJECT = re.compile(
     r"^(?:(?:while|when|whenever|after|before|since|until|if|because|though|although|unless)\b"
+    r"|(?:i|we|they|he|she|is|are|was|were|makes|made)\b"
     r"|(?:(?:a|an|one|two|three|four|five|a few|a couple of|several|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago"
     r"|the\s+other\s+day|last\s+(?:night|week|weekend|month|year)|yesterday|today|recently|lately)\W*$)",
     re.I,
@@ -85,6 +87,22 @@ def object_phrase(text: str, max_words: int = 12) -> str | None:
     else:
         phrase = _OPEN_END.sub("", " ".join(words))
     return phrase.strip(" ,-") or None
+
+
+# What a like or dislike is not a taste of the user's when it is all it names: another's
+# thing ("I love your turtles!", "I love his tech": praise of what was shown, and unreadable
+# in a profile), a bare "to" ("Yeah, I love to."), or how often ("a job I enjoy every day").
+_NOT_A_TASTE = re.compile(
+    r"^(?:(?:your|yours|his|their|theirs|its)\b|to\W*$|(?:every\s*(?:day|where|time)|so\s+much|a\s+lot)\W*$)",
+    re.I,
+)
+
+
+def taste(text: str) -> str | None:
+    """The object phrase of a like or dislike (:func:`object_phrase`), or ``None`` when it
+    names nothing the user likes in general (see ``_NOT_A_TASTE``)."""
+    obj = object_phrase(text)
+    return None if obj is None or _NOT_A_TASTE.match(obj) else obj
 
 
 def third_person_object(text: str) -> str:

@@ -78,6 +78,7 @@ from .phrases import (
     object_phrase,
     person_name,
     place_name,
+    taste,
     third_person_object,
     with_article,
 )
@@ -340,14 +341,14 @@ class _Rules:
             mem(f"The user's {rel} is {'named ' if base in PETS else ''}{name}", "fact", "relation", subject)
 
         m = R_DISLIKE.search(clause)
-        if m and (obj := object_phrase(m.group("obj"))):
+        if m and (obj := taste(m.group("obj"))):
             verb = " ".join(m.group("verb").lower().split())
             obj3 = third_person_object(obj)
             f.add_attr("dislikes", obj3, join=True)
             mem(f"The user {DISLIKE_VERBS.get(verb, verb)} {obj3}", "preference", "preference")
         else:
             m = R_LIKE.search(clause)
-            if m and (obj := object_phrase(m.group("obj"))):
+            if m and (obj := taste(m.group("obj"))):
                 verb = " ".join(m.group("verb").lower().split())
                 obj3 = third_person_object(obj)
                 f.add_attr("prefers" if verb == "prefer" else "likes", obj3, join=True)
