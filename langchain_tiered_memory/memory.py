@@ -341,6 +341,7 @@ class TieredMemory(DeprecatedNames):
         (``index.pending``). Call it before reading what background jobs produce.
         """
         self._parts.check_open()
+        self._parts.facts.recalls.write()
         done = self._parts.jobs.flush(timeout)
         return not self._parts.journal.stranded() and done
 

@@ -3,10 +3,12 @@ qdrant-client's local mode (the server path), with the real MiniLM model."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -323,6 +325,56 @@ def test_a_peek_at_the_context_does_not_count_as_a_recall(open_memory):
     assert memory.memories.get("alice", mid).access_count == 0
     assert "Brompton" in memory.before_turn("alice", "t1").memory_block
     assert memory.memories.get("alice", mid).access_count == 1
+
+
+def _access_count(memory: TieredMemory, memory_id: str) -> int:
+    # Read from the file by another connection: what the memory has written, not what it keeps.
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(memory.data_dir / "memory.db")) as conn:
+        return int(conn.execute("SELECT access_count FROM memories WHERE id = ?", (memory_id,)).fetchone()[0])
+
+
+def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memory):
+    # Another process holds the database's write lock (an import, a job's commit): the
+    # context is built at once, since the recalls it counts are written after the turn.
+    import sqlite3
+
+    memory = open_memory({"job_mode": "manual"})
+    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
+    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
+    memory.flush()
+    other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        context = memory.before_turn("alice", "t1")
+        assert time.monotonic() - started < 5.0  # a write would wait out the 30 s busy timeout
+        assert "Brompton" in context.memory_block
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert _access_count(memory, mid) == 0
+    # Any read of the memories writes the counts first.
+    assert memory.memories.get("alice", mid).access_count == 1
+    assert _access_count(memory, mid) == 1
+    # Counted twice before a write: both count, and the boost grows as two recalls make it.
+    memory.before_turn("alice", "t1")
+    memory.before_turn("alice", "t1")
+    entry = memory.memories.list("alice")[0]
+    assert entry.access_count == 3 and entry.boost == pytest.approx(3 * memory.config.access_boost)
+
+
+def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory):
+    memory = open_memory({"job_mode": "background"})
+    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
+    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
+    memory.flush()
+    assert "Brompton" in memory.before_turn("alice", "t1").memory_block
+    deadline = time.monotonic() + 10
+    while _access_count(memory, mid) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _access_count(memory, mid) == 1  # no read of ours asked for it
 
 
 def test_a_memory_vectorstore_is_one_users_memories(open_memory):

@@ -182,6 +182,7 @@ class Admin:
         ``store_items``. :meth:`import_user` restores it.
         """
         self._parts.check_open()
+        self._parts.facts.recalls.write()  # with the recalls the last turns counted
         return portability.export_user(self._parts.storage, user_id)
 
     def import_user(

@@ -253,11 +253,20 @@ class Parts:
     def close(self) -> None:
         """Release the index and the database (the jobs and adapters are closed first)."""
         try:
+            self._write_recalls()
             self.index.close()
         finally:
             self.storage.close()
             self.forgetter.close()  # says if readers still held a forget's scrub
             self.turns.forget_cache()
+
+    def _write_recalls(self) -> None:
+        try:
+            self.facts.recalls.write()
+        except MemoryClosedError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - bookkeeping: closing goes on
+            logger.warning("closing: %d recall counts could not be written (%s)", len(self.facts.recalls), exc)
 
     # --- what the job runner calls ----------------------------------------------------
 
@@ -282,7 +291,9 @@ class Parts:
             self.enqueue_episode(thread, thread.next_seq - 1)
 
     def _upkeep(self) -> int:
-        """Index what waits for its point and finish journaled forgets (holder only)."""
+        """Write the recalls counted since the last upkeep; index what waits for its point
+        and finish journaled forgets (holder only)."""
+        self.facts.recalls.write()
         # Any process may truncate the log: a scrub that readers held off is retried here
         # (not counted: flush does not wait for readers to go).
         self.forgetter.retry_scrub()

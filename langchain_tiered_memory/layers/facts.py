@@ -16,7 +16,8 @@ the same call unless that call alone exceeds the cap.
 Recall (:meth:`FactLayer.search`): the index's dense and BM25 candidates of that user, the
 rows read from the database, ranked by :mod:`.scoring` (relevance from similarity,
 importance and recency as bounded tie-breakers), ``score_threshold`` applied to relevance.
-The memories returned count as recalled: a database write, never an index one.
+The memories returned count as recalled: a database write, never an index one (those a
+context quotes are written after the turn, :mod:`.recall_counts`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ..index.points import Candidate
 from ..index.recall_index import RecallIndex
 from ..storage.rows import MemoryRow, Unit
+from .recall_counts import PendingRecalls
 
 if TYPE_CHECKING:
     from ..storage import Storage
@@ -111,6 +113,7 @@ class FactLayer:
         self._counter = counter
         self._evict = evict
         self.calibration = scoring.DEFAULT_CALIBRATION
+        self.recalls = PendingRecalls(storage.memories, config.access_boost)
 
     def _now(self) -> datetime:
         value = self._clock()
@@ -214,6 +217,7 @@ class FactLayer:
         excess = self._storage.memories.count(user_id) - cap
         if excess <= 0:
             return
+        self.recalls.write()  # the weakest are chosen by what recalls added
         victims = self._storage.memories.weakest(user_id, excess, exclude=sorted(written))
         if len(victims) < excess:  # this call alone stored more than the cap
             weakest = self._storage.memories.weakest(user_id, excess + len(written))
@@ -311,6 +315,7 @@ class FactLayer:
         if not query.strip() or not self._storage.has_any(user_id, ("memories",)):
             return []
         now = self._now()
+        self.recalls.write()  # the ranking's prior reads what recalls added
         scored = self.rank(user_id, query, k, types, floor, now, include_superseded=include_superseded)
         entries = self.record(scored, now, peek)
         return [
@@ -401,7 +406,8 @@ class FactLayer:
         entries = [entry_of(s.row) for s in scored]
         if peek or not entries:
             return entries
-        self.recalled([e.id for e in entries], now)
+        self.recalled([e.id for e in entries], now)  # written now, with any counted before
+        self.recalls.write()
         return [
             e.model_copy(update={
                 "last_accessed": now, "access_count": e.access_count + 1,
@@ -411,8 +417,8 @@ class FactLayer:
         ]
 
     def recalled(self, ids: Sequence[str], now: datetime) -> None:
-        """Count the memories ``ids`` as recalled ``now`` (last access, count, boost)."""
-        self._storage.memories.record_access(list(ids), now.isoformat(), self.config.access_boost)
+        """Count the memories ``ids`` as recalled ``now``, written after the turn (:attr:`recalls`)."""
+        self.recalls.add(list(ids), now)
 
     # --- reading and editing ------------------------------------------------------------
 
@@ -421,6 +427,7 @@ class FactLayer:
         (another user's memory is not found either)."""
         check_user(user_id)
         key = check_memory_id(memory_id, missing_ok=True)
+        self.recalls.write()
         row = self._storage.memories.get_many([key], user_id=user_id).get(key) if key else None
         if row is None:
             raise NotFoundError(f"user {user_id!r} has no memory {memory_id!r}")
@@ -474,6 +481,7 @@ class FactLayer:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError(f"offset must be a non-negative int, got {offset!r}")
         types = check_types(memory_types) if memory_types is not None else None
+        self.recalls.write()
         rows = self._storage.memories.page(user_id, types, limit, offset, include_superseded=include_superseded)
         return [entry_of(r) for r in rows]
 

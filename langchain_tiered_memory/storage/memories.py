@@ -2,7 +2,7 @@
 
 The vector index holds a point per memory (id, vectors, the fields it filters on) and is
 rebuilt from these rows; ``indexed`` says whether a row's point is written. Recording a
-recall is a write here (``record_access``), never one to the index.
+recall is a write here (``record_accesses``), never one to the index.
 
 ``keep_score`` orders memories by effective importance, ``weight × decay^days`` with
 ``weight = min(1, importance + boost)`` and ``days`` since the last access, at any moment:
@@ -175,26 +175,26 @@ class Memories(Indexed):
             self._rekeep(tx, [target.id])
         return op
 
-    def record_access(self, ids: Sequence[str], now: str, boost: float) -> None:
-        """Count ``ids`` as recalled now: last access, count + 1, boost + ``boost`` (capped so
-        that importance + boost stays within 1). Not worth an fsync: bookkeeping."""
-        if not ids:
+    def record_accesses(self, counts: Mapping[str, tuple[int, str]], boost: float) -> None:
+        """Count recalls, ``id → (times, last access)``: each memory's last access, count +
+        times, boost + times × ``boost`` (capped so that importance + boost stays within 1,
+        as one recall at a time would be). Not worth an fsync: bookkeeping."""
+        if not counts:
             return
+        ids = list(counts)
         with self.db.write(durable=False) as tx:
             if tx.dialect.advisory_lock:
                 # Taken like every other write of these rows (a job's supersede), so two
                 # transactions never lock the same memories in opposite orders.
                 owners: set[str] = set()
-                for chunk in chunks(list(ids)):
+                for chunk in chunks(ids):
                     owners.update(tx.column(f"SELECT user_id FROM memories WHERE id IN {tx.in_list(chunk)}", chunk))
                 tx.serialize(*owners)
-            for chunk in chunks(list(ids)):
-                tx.execute(
-                    "UPDATE memories SET last_accessed = ?, access_count = access_count + 1, "
-                    f"boost = {tx.dialect.least}(boost + ?, {tx.dialect.greatest}(0, 1 - importance)) "
-                    f"WHERE id IN {tx.in_list(chunk)}",
-                    (now, boost, *chunk),
-                )
+            tx.executemany(
+                "UPDATE memories SET last_accessed = ?, access_count = access_count + ?, "
+                f"boost = {tx.dialect.least}(boost + ?, {tx.dialect.greatest}(0, 1 - importance)) WHERE id = ?",
+                [(when, times, times * boost, memory_id) for memory_id, (times, when) in counts.items()],
+            )
             self._rekeep(tx, ids)
 
     def _rekeep(self, tx: Tx, ids: Sequence[str]) -> None:
