@@ -1,5 +1,6 @@
 """The window: never over budget, a contiguous newest suffix, tool-call groups intact."""
 
+import functools
 import uuid
 
 from hypothesis import HealthCheck, given, settings
@@ -7,6 +8,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_tiered_memory import TRUNCATION_MARKER, MemoryConfig, TieredMemory
+from langchain_tiered_memory.embeddings import MiniLMEmbeddings
 from langchain_tiered_memory.storage import IndexRow
 from langchain_tiered_memory.tokens import TiktokenCounter
 from langchain_tiered_memory.layers.window import ThreadIndex, select
@@ -129,18 +131,24 @@ def _check_context(ctx, log, config, counter):
         assert any("tokens cut by langchain-tiered-memory" in m.text for m in ctx.window)
 
 
+@functools.lru_cache(maxsize=1)
+def _shared_embeddings() -> MiniLMEmbeddings:
+    return MiniLMEmbeddings()
+
+
 @given(turns=conversations(), max_tokens=st.integers(250, 1_500), reserve=st.integers(0, 90))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_window_properties_end_to_end(tmp_path_factory, turns, max_tokens, reserve):
     config = MemoryConfig(max_tokens=max_tokens, system_reserve=reserve, output_reserve=reserve)
     counter = TiktokenCounter()
-    with TieredMemory(tmp_path_factory.mktemp("w"), config) as memory:
+    # The real embedder, loaded once for the 80 memories the examples open (not once each).
+    with TieredMemory(tmp_path_factory.mktemp("w"), config, embeddings=_shared_embeddings()) as memory:
         for turn in turns:
             memory.after_turn("u", "t", turn)
             log = memory.threads.messages("u", "t")
             _check_context(memory.before_turn("u", "t"), log, config, counter)
     # A fresh process state (no cache) sees the same window.
-    with TieredMemory(memory.data_dir, config) as again:
+    with TieredMemory(memory.data_dir, config, embeddings=_shared_embeddings()) as again:
         ctx = again.before_turn("u", "t")
         _check_context(ctx, again.threads.messages("u", "t"), config, counter)
 
