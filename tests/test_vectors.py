@@ -377,6 +377,32 @@ def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory)
     assert _access_count(memory, mid) == 1  # no read of ours asked for it
 
 
+def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_memory):
+    # The worker shares SQLite's one connection with the turn: had it waited for the lock
+    # another process holds, the next before_turn would have waited behind it.
+    import sqlite3
+
+    memory = open_memory({"job_mode": "background"})
+    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
+    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
+    memory.flush()
+    other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        for _ in range(2):
+            started = time.monotonic()
+            assert "Brompton" in memory.before_turn("alice", "t1").memory_block
+            assert time.monotonic() - started < 5.0
+            time.sleep(2.5)  # the worker's upkeep runs (every second) and finds the lock held
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    deadline = time.monotonic() + 10
+    while _access_count(memory, mid) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _access_count(memory, mid) == 2  # kept, and written once the lock was free
+
+
 def test_a_memory_vectorstore_is_one_users_memories(open_memory):
     from langchain_core.vectorstores import VectorStore
 

@@ -41,6 +41,7 @@ from ..ops.legacy import upgrade_directory
 from ..recall.dialogue import DialogueLayer
 from ..recall.layer import RecallLayer
 from ..storage import Storage
+from ..storage.database import WriteLockBusy
 from ..storage.rows import ThreadRow
 from ..tokens import TokenCounter, TokenCounterLike, make_counter
 from ..turn import Turns
@@ -293,7 +294,10 @@ class Parts:
     def _upkeep(self) -> int:
         """Write the recalls counted since the last upkeep; index what waits for its point
         and finish journaled forgets (holder only)."""
-        self.facts.recalls.write()
+        try:
+            self.facts.recalls.write(wait=False)
+        except WriteLockBusy as exc:  # another process holds the write lock: next time
+            logger.debug("upkeep: recall counts kept for later (%s)", exc)
         # Any process may truncate the log: a scrub that readers held off is retried here
         # (not counted: flush does not wait for readers to go).
         self.forgetter.retry_scrub()

@@ -4,7 +4,9 @@ The memories a context quotes count as recalled (last access, count, boost: what
 forgetting read), but ``before_turn`` only reads: writing the counts there cost a write
 transaction per turn (~0.5 ms at 10k × 10k, more on PostgreSQL, and a wait whenever another
 process held the write lock). :class:`PendingRecalls` keeps them until the memory writes
-them: at its jobs' upkeep (every second or so in the background worker, at each turn inline),
+them: at its jobs' upkeep (every second or so in the background worker, at each turn inline;
+never waiting for another process's write lock there, since a thread waiting on SQLite's one
+connection would hold up this process's reads: it tries again at the next upkeep),
 before anything reads or ranks memories by those counts (``memory.memories`` reads and
 searches, export, the capacity eviction), at ``flush()`` and at ``close()``. A process that
 dies first loses those counts only: bookkeeping, never what a user said.
@@ -53,15 +55,17 @@ class PendingRecalls:
         if full:
             self.write()
 
-    def write(self) -> int:
-        """Write the counts kept so far (one transaction); how many memories they were."""
+    def write(self, *, wait: bool = True) -> int:
+        """Write the counts kept so far (one transaction); how many memories they were.
+        ``wait=False`` raises :class:`.WriteLockBusy` at once, keeping them, while another
+        process holds the database's write lock (see :meth:`.Database.write`)."""
         with self._writing:
             with self._lock:
                 counts, self._counts = self._counts, {}
             if not counts:
                 return 0
             try:
-                self._memories.record_accesses(counts, self._boost)
+                self._memories.record_accesses(counts, self._boost, wait=wait)
             except BaseException:
                 # Kept for the next write (a busy database): merged with what came since.
                 with self._lock:

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import StorageError
+
 
 class TextSearch(Protocol):
     """How one database indexes and searches entity text."""
@@ -163,6 +165,11 @@ class Tx:
         return set(self.column(self.dialect.tables))
 
 
+class WriteLockBusy(StorageError):
+    """A write asked not to wait (``Database.write(wait=False)``) found another connection
+    holding the write lock; bookkeeping that asks so tries again later."""
+
+
 class Database(abc.ABC):
     """One relational database: transactions, and what a checkpointer needs of it."""
 
@@ -175,11 +182,13 @@ class Database(abc.ABC):
         """Statements that only read; with ``snapshot``, all of them see one consistent state."""
 
     @abc.abstractmethod
-    def write(self, *, durable: bool = True) -> contextlib.AbstractContextManager[Tx]:
+    def write(self, *, durable: bool = True, wait: bool = True) -> contextlib.AbstractContextManager[Tx]:
         """One write transaction holding the write lock (or the rows it locks) from its first
         statement; committed on exit, rolled back on an exception. ``durable=False`` may
         skip waiting for the disk (bookkeeping such as recall counts: losing the last few
-        on a power cut is harmless)."""
+        on a power cut is harmless). ``wait=False`` raises :class:`WriteLockBusy` at once where
+        another connection holds the lock and waiting would hold up this process's other
+        threads (SQLite's one connection); background bookkeeping retries it later."""
 
     @abc.abstractmethod
     def close(self) -> None:

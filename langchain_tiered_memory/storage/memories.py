@@ -175,14 +175,15 @@ class Memories(Indexed):
             self._rekeep(tx, [target.id])
         return op
 
-    def record_accesses(self, counts: Mapping[str, tuple[int, str]], boost: float) -> None:
+    def record_accesses(self, counts: Mapping[str, tuple[int, str]], boost: float, *, wait: bool = True) -> None:
         """Count recalls, ``id → (times, last access)``: each memory's last access, count +
         times, boost + times × ``boost`` (capped so that importance + boost stays within 1,
-        as one recall at a time would be). Not worth an fsync: bookkeeping."""
+        as one recall at a time would be). Not worth an fsync: bookkeeping. ``wait=False``:
+        see :meth:`Database.write`."""
         if not counts:
             return
         ids = list(counts)
-        with self.db.write(durable=False) as tx:
+        with self.db.write(durable=False, wait=wait) as tx:
             if tx.dialect.advisory_lock:
                 # Taken like every other write of these rows (a job's supersede), so two
                 # transactions never lock the same memories in opposite orders.

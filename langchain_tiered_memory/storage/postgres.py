@@ -232,9 +232,10 @@ class PostgresDatabase(Database):
                     conn.execute("ROLLBACK")
 
     @contextlib.contextmanager
-    def write(self, *, durable: bool = True) -> Iterator[Tx]:
+    def write(self, *, durable: bool = True, wait: bool = True) -> Iterator[Tx]:
         """One ``READ COMMITTED`` write transaction; ``durable=False`` commits without waiting
-        for the server's disk (``synchronous_commit = off``: bookkeeping only)."""
+        for the server's disk (``synchronous_commit = off``: bookkeeping only). ``wait`` is
+        moot here: each thread has a connection of its own, so a wait holds up no other."""
         if getattr(self._local, "tx", None) is not None:
             raise StorageError("a write transaction was opened inside another; this is a bug")
         with self._errors("write to"), self._pool_or_closed().connection() as conn:

@@ -36,7 +36,7 @@ from ..errors import (
     SchemaVersionError,
     StorageError,
 )
-from .database import Database, Dialect, Tx
+from .database import Database, Dialect, Tx, WriteLockBusy
 from .text_search import FTS5
 from .schema import MIGRATIONS
 
@@ -206,8 +206,9 @@ class SQLiteDatabase(Database):
                     conn.execute("ROLLBACK")
 
     @contextlib.contextmanager
-    def write(self, *, durable: bool = True) -> Iterator[Tx]:
-        """One write transaction holding SQLite's write lock from its first statement."""
+    def write(self, *, durable: bool = True, wait: bool = True) -> Iterator[Tx]:
+        """One write transaction holding SQLite's write lock from its first statement
+        (``wait=False``: :class:`WriteLockBusy` at once while another connection holds it)."""
         with self._lock, self._errors():
             conn = self._connection()
             if conn.in_transaction:
@@ -215,8 +216,16 @@ class SQLiteDatabase(Database):
             if not durable:
                 # WAL with NORMAL: still atomic and consistent, only the fsync is skipped.
                 conn.execute("PRAGMA synchronous = NORMAL")
+            if not wait:
+                # The connection is the process's: a thread waiting here holds every other.
+                conn.execute("PRAGMA busy_timeout = 0")
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if wait or not any(w in str(exc).lower() for w in ("locked", "busy")):
+                        raise
+                    raise WriteLockBusy(f"{self.path} is being written by another connection") from exc
                 try:
                     yield Tx(conn, self.dialect)
                 except BaseException:
@@ -227,6 +236,8 @@ class SQLiteDatabase(Database):
             finally:
                 if not durable:
                     conn.execute("PRAGMA synchronous = FULL")
+                if not wait:
+                    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
 
     @contextlib.contextmanager
     def _errors(self) -> Iterator[None]:
