@@ -335,6 +335,7 @@ def _access_count(memory: TieredMemory, memory_id: str) -> int:
         return int(conn.execute("SELECT access_count FROM memories WHERE id = ?", (memory_id,)).fetchone()[0])
 
 
+@pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memory):
     # Another process holds the database's write lock (an import, a job's commit): the
     # context is built at once, since the recalls it counts are written after the turn.
@@ -365,6 +366,7 @@ def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memor
     assert entry.access_count == 3 and entry.boost == pytest.approx(3 * memory.config.access_boost)
 
 
+@pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory):
     memory = open_memory({"job_mode": "background"})
     mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
@@ -377,6 +379,7 @@ def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory)
     assert _access_count(memory, mid) == 1  # no read of ours asked for it
 
 
+@pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_memory):
     # The worker shares SQLite's one connection with the turn: had it waited for the lock
     # another process holds, the next before_turn would have waited behind it.
@@ -389,11 +392,12 @@ def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_me
     other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
-        for _ in range(2):
+        for turn in range(2):
             started = time.monotonic()
             assert "Brompton" in memory.before_turn("alice", "t1").memory_block
             assert time.monotonic() - started < 5.0
-            time.sleep(2.5)  # the worker's upkeep runs (every second) and finds the lock held
+            if turn == 0:
+                time.sleep(2.5)  # the worker's upkeep runs (every second) and finds the lock held
     finally:
         other.execute("ROLLBACK")
         other.close()
