@@ -168,22 +168,20 @@ class Jobs:
         """
         now = time.time() if now is None else now
         kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
-        due = "((status = 'pending' AND next_run_at <= ?) OR (status = 'running' AND lease_until < ?))"
         # An idle worker asks every second: with nothing due it takes no write lock (on
         # SQLite, waiting for another process's would hold up this one's reads).
         with self.db.read() as tx:
             needs_sql, needs_args = _runnable(tx, provides)
-            if tx.one(f"SELECT 1 FROM jobs WHERE {due}{kind_sql} AND {needs_sql} LIMIT 1",
-                      (now, now, *(kinds or ()), *needs_args)) is None:
+            due = (
+                "((status = 'pending' AND next_run_at <= ?) OR (status = 'running' AND lease_until < ?))"
+                f"{kind_sql} AND {needs_sql}"
+            )
+            args = (now, now, *(kinds or ()), *needs_args)
+            if tx.one(f"SELECT 1 FROM jobs WHERE {due} LIMIT 1", args) is None:
                 return None
         with self.db.write() as tx:
-            needs_sql, needs_args = _runnable(tx, provides)
             while True:
-                row = tx.one(
-                    f"SELECT {JOB_COLUMNS} FROM jobs WHERE {due}"
-                    f"{kind_sql} AND {needs_sql} ORDER BY id LIMIT 1{tx.dialect.skip_locked}",
-                    (now, now, *(kinds or ()), *needs_args),
-                )
+                row = tx.one(f"SELECT {JOB_COLUMNS} FROM jobs WHERE {due} ORDER BY id LIMIT 1{tx.dialect.skip_locked}", args)
                 if row is None:
                     return None
                 job = JobRow(*row)
