@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from ..text.sentences import is_question, sentences_of
 
-__all__ = ["TimeRange", "asked_part", "asks_current", "asks_when", "resolve", "tells", "tells_current", "told_of"]
+__all__ = ["TimeRange", "asked_part", "asks_current", "asks_when", "resolve", "tells_current", "told_of"]
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name and name != "May"})
@@ -107,18 +107,11 @@ _DID = re.compile(
 )
 
 
-def tells(query: str) -> bool:
-    """Whether ``query`` tells of something done rather than asks ("Yesterday I finally ran
-    the marathon!", a message ``before_turn`` reads as its query): no question, no request,
+def _done(text: str) -> bool:
+    """Whether ``text``, which asks no question, tells of something done ("Yesterday I
+    finally ran the marathon!", a message ``before_turn`` reads as its query): no request,
     and someone who did something. The time it names is when that happened, not the time
     whose memories it wants: what it calls back (the weeks of training) was said before."""
-    if not query or any(is_question(s) for s in sentences_of(query) if s.strip()):
-        return False
-    return _done(query)
-
-
-def _done(text: str) -> bool:
-    """Whether ``text``, which asks no question, tells of something done (see :func:`tells`)."""
     return not _REQUEST.match(text.strip()) and bool(_DID.search(text))
 
 
@@ -178,8 +171,8 @@ def asked_part(query: str) -> str | None:
     Sunday. What should I cook?" asks about no Sunday. A question that looks ahead ("what
     should I cook tonight?", "what's on next week?") asks about no past time either, and
     memory holds the past — unless it also looks back ("what did I plan for tonight?").
-    A message that only tells of something done (:func:`tells`) asks about no time: the one
-    it names is when that happened.
+    A message that only tells of something done (``_done``) asks about no time: the one it
+    names is when that happened.
     """
     sentences = [s for s in sentences_of(query) if s.strip()]
     asking = [s for s in sentences if is_question(s)]
