@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -329,32 +330,49 @@ def test_a_peek_at_the_context_does_not_count_as_a_recall(open_memory):
 
 def _access_count(memory: TieredMemory, memory_id: str) -> int:
     # Read from the file by another connection: what the memory has written, not what it keeps.
-    import sqlite3
-
     with contextlib.closing(sqlite3.connect(memory.data_dir / "memory.db")) as conn:
         return int(conn.execute("SELECT access_count FROM memories WHERE id = ?", (memory_id,)).fetchone()[0])
+
+
+def _a_bike_to_recall(memory: TieredMemory) -> str:
+    """A memory that the thread's last message asks about; its id (jobs done)."""
+    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
+    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
+    memory.flush()
+    return mid
+
+
+@contextlib.contextmanager
+def _write_locked(memory: TieredMemory):
+    """Another process's write transaction on the memory's database, held meanwhile."""
+    other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def _wait_for_count(memory: TieredMemory, memory_id: str, count: int, seconds: float = 10) -> int:
+    """The written access count, once it reaches ``count`` or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while _access_count(memory, memory_id) < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _access_count(memory, memory_id)
 
 
 @pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memory):
     # Another process holds the database's write lock (an import, a job's commit): the
     # context is built at once, since the recalls it counts are written after the turn.
-    import sqlite3
-
     memory = open_memory({"job_mode": "manual"})
-    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
-    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
-    memory.flush()
-    other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
+    mid = _a_bike_to_recall(memory)
+    with _write_locked(memory):
         started = time.monotonic()
         context = memory.before_turn("alice", "t1")
         assert time.monotonic() - started < 5.0  # a write would wait out the 30 s busy timeout
         assert "Brompton" in context.memory_block
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
     assert _access_count(memory, mid) == 0
     # Any read of the memories writes the counts first.
     assert memory.memories.get("alice", mid).access_count == 1
@@ -369,42 +387,25 @@ def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memor
 @pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory):
     memory = open_memory({"job_mode": "background"})
-    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
-    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
-    memory.flush()
+    mid = _a_bike_to_recall(memory)
     assert "Brompton" in memory.before_turn("alice", "t1").memory_block
-    deadline = time.monotonic() + 10
-    while _access_count(memory, mid) == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _access_count(memory, mid) == 1  # no read of ours asked for it
+    assert _wait_for_count(memory, mid, 1) == 1  # no read of ours asked for it
 
 
 @pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_memory):
     # The worker shares SQLite's one connection with the turn: had it waited for the lock
     # another process holds, the next before_turn would have waited behind it.
-    import sqlite3
-
     memory = open_memory({"job_mode": "background"})
-    mid = memory.memories.remember("alice", "user: my bike is a blue Brompton")
-    memory.after_turn("alice", "t1", [("human", "what bike do I ride?")])
-    memory.flush()
-    other = sqlite3.connect(memory.data_dir / "memory.db", isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
-    try:
+    mid = _a_bike_to_recall(memory)
+    with _write_locked(memory):
         for turn in range(2):
             started = time.monotonic()
             assert "Brompton" in memory.before_turn("alice", "t1").memory_block
             assert time.monotonic() - started < 5.0
             if turn == 0:
                 time.sleep(2.5)  # the worker's upkeep runs (every second) and finds the lock held
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
-    deadline = time.monotonic() + 10
-    while _access_count(memory, mid) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _access_count(memory, mid) == 2  # kept, and written once the lock was free
+    assert _wait_for_count(memory, mid, 2) == 2  # kept, and written once the lock was free
 
 
 def test_a_memory_vectorstore_is_one_users_memories(open_memory):
