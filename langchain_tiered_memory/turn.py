@@ -217,14 +217,19 @@ class Turns:
         when = None if at is None else at.astimezone(timezone.utc).isoformat()
         rows = [self.serialise(m, when) for m in items]
         now = self._clock().isoformat()
+        # Written before the window's lock is taken: the write may wait for another
+        # process's write lock, and the other threads' turns must not wait with it. A turn
+        # that reads the thread meanwhile catches up from the log (see Window.appended).
+        result = self._storage.threads.append(
+            user_id, thread_id, rows, counter=self.counter.name, now=now,
+            job_kind="extract" if extract else None, job_needs=needs,
+        )
+        by_id = {r.message_id: r for r in rows}
         with self.window.lock:
-            result = self._storage.threads.append(
-                user_id, thread_id, rows, counter=self.counter.name, now=now,
-                job_kind="extract" if extract else None, job_needs=needs,
-            )
-            by_id = {r.message_id: r for r in rows}
             self.window.appended(thread_id, result.thread.key, [(seq, by_id[mid]) for seq, mid in result.stored])
-            evicted = self.window.evict(result.thread)
+            evicted, through = self.window.evicting(result.thread)
+        if through is not None:
+            self._storage.threads.set_evicted_through(result.thread.key, through)
         seqs = [seq for seq, _ in result.stored]
         return TurnResult(len(seqs), result.duplicates, seqs, evicted)
 

@@ -3,6 +3,7 @@ failures with reasons, summaries of evicted messages, entity history, and crash 
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -186,6 +187,33 @@ def test_background_mode_and_flush(make_memory):
         assert m.admin.stats()["jobs"]["pending"] == 0
         assert m.entities.get("u", "Alice") is not None
         assert 1 <= model.calls <= 5  # a backlog is coalesced, never more than one per turn
+
+
+def test_a_job_waiting_for_another_processs_write_lock_holds_up_no_turn(data_dir):
+    # The worker's job asks its model, then waits to write while another process (an
+    # import, another worker) holds SQLite's write lock. The next turn's context only
+    # reads: it is built at once, not behind the job; the job's memory lands afterwards.
+    model = ScriptedChatModel(script=[Hang(2.0, GOOD)], default=turn_tool_call())
+    with TieredMemory(data_dir, inline(job_mode="background"), model=model) as m:
+        m.after_turn("alice", "t1", TURN)
+        deadline = time.monotonic() + 10
+        while model.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert model.calls == 1  # the job is running: its model answers in 2 s
+        other = sqlite3.connect(data_dir / "memory.db", isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            time.sleep(3.0)  # the job has its answer and waits for the lock
+            started = time.monotonic()
+            context = m.before_turn("alice", "t1", query="where do I live?")
+            assert time.monotonic() - started < 5.0  # behind the job: until the lock is free
+            assert "My name is Alice" in str(context.messages)
+            assert m.memories.list("alice") == []  # nothing of the job's is written yet
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert m.flush(timeout=30)
+        assert [e.content for e in m.memories.list("alice")] == ["The user lives in Paris."]
 
 
 def test_jobs_left_by_a_closed_memory_run_on_next_open(make_memory):

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -394,8 +395,9 @@ def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory)
 
 @pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_memory):
-    # The worker shares SQLite's one connection with the turn: had it waited for the lock
-    # another process holds, the next before_turn would have waited behind it.
+    # Had the worker's upkeep waited for the lock another process holds, it would have held
+    # the process's writing connection meanwhile (and, before reads had a connection of
+    # their own, the next before_turn too).
     memory = open_memory({"job_mode": "background"})
     mid = _a_bike_to_recall(memory)
     with _write_locked(memory):
@@ -406,6 +408,30 @@ def test_the_upkeep_never_waits_for_another_process_to_write_the_recalls(open_me
             if turn == 0:
                 time.sleep(2.5)  # the worker's upkeep runs (every second) and finds the lock held
     assert _wait_for_count(memory, mid, 2) == 2  # kept, and written once the lock was free
+
+
+@pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
+def test_a_write_waiting_for_another_process_holds_up_no_context(open_memory):
+    # Another user's turn is stored while another process holds the write lock: its thread
+    # waits for the lock (as a job the worker runs would). The context of this user's turn,
+    # built meanwhile in another thread, only reads: it must not wait behind that writer.
+    memory = open_memory({"job_mode": "manual"})
+    _a_bike_to_recall(memory)
+    stored: list[object] = []
+    with _write_locked(memory):
+        writer = threading.Thread(
+            target=lambda: stored.append(memory.after_turn("bob", "b1", [("human", "my cat is called Miso")]))
+        )
+        writer.start()
+        time.sleep(1.0)  # the writer is in SQLite's busy wait now
+        assert writer.is_alive()
+        started = time.monotonic()
+        context = memory.before_turn("alice", "t1")
+        assert time.monotonic() - started < 5.0  # behind the writer: until the lock is free
+        assert "Brompton" in context.memory_block
+        assert memory.threads.messages("bob", "b1") == []  # reads see what is committed, no more
+    writer.join(timeout=30)
+    assert stored and [m.content for m in memory.threads.messages("bob", "b1")] == ["my cat is called Miso"]
 
 
 def test_a_memory_vectorstore_is_one_users_memories(open_memory):

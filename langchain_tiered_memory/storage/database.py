@@ -188,7 +188,7 @@ class Database(abc.ABC):
         skip waiting for the disk (bookkeeping such as recall counts: losing the last few
         on a power cut is harmless). ``wait=False`` raises :class:`WriteLockBusy` at once where
         another connection holds the lock and waiting would hold up this process's other
-        threads (SQLite's one connection); background bookkeeping retries it later."""
+        writes (SQLite's one writing connection); background bookkeeping retries it later."""
 
     @abc.abstractmethod
     def close(self) -> None:

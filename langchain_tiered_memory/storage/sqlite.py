@@ -67,7 +67,15 @@ SQLITE = Dialect(
 
 
 class SQLiteDatabase(Database):
-    """``memory.db`` in ``data_dir``: one connection shared by the process's threads.
+    """``memory.db`` in ``data_dir``: two connections shared by the process's threads, one
+    that writes and one that only reads.
+
+    Reads have a connection of their own so that no read waits for a write: a thread that
+    waits for SQLite's write lock (held by another process: an import, another worker)
+    holds the writing connection meanwhile, and with one connection every read of the
+    process (a turn's context) waited with it. In WAL mode the reading connection sees
+    every commit and never waits for a writer; a thread inside its own write reads on the
+    writing connection, and so sees what it has written.
 
     Args:
         data_dir: the directory (created if missing; must be writable).
@@ -93,6 +101,10 @@ class SQLiteDatabase(Database):
         self.schema_version = max(self._migrations)
         _check_header(self.path)
         self._lock = threading.RLock()
+        #: The thread inside a write, if any (its reads go to the writing connection).
+        self._writer: int | None = None
+        self._read_lock = threading.RLock()
+        self._reader: sqlite3.Connection | None = None
         self._created = False
         try:
             conn = sqlite3.connect(
@@ -121,9 +133,17 @@ class SQLiteDatabase(Database):
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA secure_delete = ON")
             self._migrate()
+            self._reader = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            # A write slipped into read() would skip the write lock and durability: refused.
+            self._reader.execute("PRAGMA query_only = ON")
         except BaseException:
             conn.close()
             self._conn = None
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
             raise
 
     @property
@@ -188,14 +208,24 @@ class SQLiteDatabase(Database):
             raise MemoryClosedError("this memory is closed; create a new TieredMemory")
         return self._conn
 
+    def _reading(self) -> sqlite3.Connection:
+        if self._reader is None:
+            raise MemoryClosedError("this memory is closed; create a new TieredMemory")
+        return self._reader
+
     @contextlib.contextmanager
     def read(self, *, snapshot: bool = False) -> Iterator[Tx]:
         """Statements that only read. Each sees the latest commit (SQLite's autocommit: no
         transaction to begin and end on the hot path); ``snapshot=True`` makes them all see
         one consistent state (an export)."""
-        with self._lock, self._errors():
-            conn = self._connection()
-            if not snapshot or conn.in_transaction:  # inside this thread's write: read what it wrote
+        if self._writer == threading.get_ident():
+            # Inside this thread's write: read what it wrote, on its connection.
+            with self._lock, self._errors():
+                yield Tx(self._connection(), self.dialect)
+            return
+        with self._read_lock, self._errors():
+            conn = self._reading()
+            if not snapshot or conn.in_transaction:
                 yield Tx(conn, self.dialect)
                 return
             conn.execute("BEGIN")
@@ -217,8 +247,10 @@ class SQLiteDatabase(Database):
                 # WAL with NORMAL: still atomic and consistent, only the fsync is skipped.
                 conn.execute("PRAGMA synchronous = NORMAL")
             if not wait:
-                # The connection is the process's: a thread waiting here holds every other.
+                # The writing connection is the process's: a thread waiting here holds up
+                # every other thread's writes.
                 conn.execute("PRAGMA busy_timeout = 0")
+            self._writer = threading.get_ident()
             try:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
@@ -234,6 +266,7 @@ class SQLiteDatabase(Database):
                     raise
                 conn.execute("COMMIT")
             finally:
+                self._writer = None
                 if not durable:
                     conn.execute("PRAGMA synchronous = FULL")
                 if not wait:
@@ -327,10 +360,11 @@ class SQLiteDatabase(Database):
         return conn
 
     def close(self) -> None:
-        """Close the connection, truncating the log if its readers let it within
+        """Close the connections, truncating the log if its readers let it within
         ``reader_wait_seconds`` (a journaled scrub not done by then sets
         :attr:`scrub_pending_at_close`; the next open retries it). Safe twice."""
-        with self._lock:
+        # The reading lock first, as a thread that reads and then writes takes them.
+        with self._read_lock, self._lock:
             if self._conn is not None:
                 with contextlib.suppress(sqlite3.Error, StorageError):
                     # Bounded like a scrub: a reader elsewhere must not hold a close for 30 s.
@@ -338,8 +372,10 @@ class SQLiteDatabase(Database):
                     self.scrub_pending_at_close = pending is False
                     if pending is None:
                         self._truncate_log(self.reader_wait_seconds)
-                self._conn.close()
-                self._conn = None
+            for conn in (self._reader, self._conn):
+                if conn is not None:
+                    conn.close()
+            self._reader = self._conn = None
 
     @property
     def closed(self) -> bool:

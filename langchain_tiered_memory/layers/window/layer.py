@@ -40,7 +40,10 @@ class Window:
 
     ``lock`` guards the cached state; a turn holds it for the whole of its read of the
     window (and of the sections sized against it), so that two turns of one process see
-    one thread's cache in step.
+    one thread's cache in step. A turn's append and its eviction mark are written outside it:
+    a write may wait for another process's write lock, and every turn of the process would
+    wait with it. (The one write left under it is rare: storing the recounts of messages
+    that another token counter counted.)
     """
 
     def __init__(self, storage: Storage, config: MemoryConfig, counter: TokenCounter) -> None:
@@ -164,19 +167,22 @@ class Window:
                 [IndexRow(seq, row.type, row.tokens, self.counter.name, row.tool_calls) for seq, row in stored]
             )
 
-    def evict(self, thread: ThreadRow) -> int:
-        """Mark the messages now outside the window as evicted; returns how many there are."""
+    def evicting(self, thread: ThreadRow) -> tuple[int, int | None]:
+        """How many of the thread's messages are now outside the window, and the seq to
+        record as evicted through if it moved (``None``: it did not). Called under
+        :attr:`lock`; the caller records it after letting the lock go
+        (``threads.set_evicted_through``), as the write may wait for another process."""
         index = self.index(thread)
         if index is None or len(index) == 0:
-            return 0
+            return 0, None
         system_charge = max(self.config.system_reserve, min(index.system_tokens, self.system_cap()))
         # The memory block's size is that of this thread's last before_turn: the best
         # estimate of what the next one will take.
         budget = self.available() - system_charge - self._memory_tokens.get(thread.thread_id, 0)
         start = select(index, budget, thread.summarized_through).start
         if start > 0 and index.seqs[start - 1] > thread.evicted_through:
-            self._storage.threads.set_evicted_through(index.key, index.seqs[start - 1])
-        return start
+            return start, index.seqs[start - 1]
+        return start, None
 
     # --- reading the log ------------------------------------------------------------------
 
