@@ -5,8 +5,8 @@ forgetting read), but ``before_turn`` only reads: writing the counts there cost 
 transaction per turn (~0.5 ms at 10k × 10k, more on PostgreSQL, and a wait whenever another
 process held the write lock). :class:`PendingRecalls` keeps them until the memory writes
 them: at its jobs' upkeep (every second or so in the background worker, at each turn inline;
-never waiting for another process's write lock there, since a thread waiting on SQLite's one
-connection would hold up this process's reads: it tries again at the next upkeep),
+never waiting for another process's write lock there, since a thread waiting on SQLite's
+writing connection would hold up this process's other writes: it tries again at the next upkeep),
 before anything reads or ranks memories by those counts (``memory.memories`` reads and
 searches, export, the capacity eviction), at ``flush()`` and at ``close()``. A process that
 dies first loses those counts only: bookkeeping, never what a user said.

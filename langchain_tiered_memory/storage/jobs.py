@@ -169,7 +169,7 @@ class Jobs:
         now = time.time() if now is None else now
         kind_sql = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         # An idle worker asks every second: with nothing due it takes no write lock (on
-        # SQLite, waiting for another process's would hold up this one's reads).
+        # SQLite, waiting for another process's would hold up this one's other writes).
         with self.db.read() as tx:
             needs_sql, needs_args = _runnable(tx, provides)
             due = (
