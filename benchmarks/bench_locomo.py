@@ -23,8 +23,9 @@ transgender stories inspiring"), each with the turns it was drawn from. A query 
 a question, in words no rule here was tuned on: a check that recall is not fitted to how
 LoCoMo's questions are put.
 
-``--unnamed`` feeds ours the messages without their speakers' names, as an app that sets
-none (the baselines keep ``speaker: text``).
+``--speakers`` says how ours is fed who said each message: ``name`` (the default) on the
+message (``name=``), ``text`` in its text (``Caroline: …``, as many apps write a chat of
+several people), ``none`` not at all (the baselines keep ``speaker: text``).
 
     python benchmarks/bench_locomo.py --data ../shared/data/locomo10.json
     python benchmarks/bench_locomo.py --data ../shared/data/locomo10.json --queries observations --out /tmp/obs
@@ -54,11 +55,10 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
 
 from langchain_tiered_memory import TieredMemory  # noqa: E402
 from langchain_tiered_memory.backends.bm25 import content_words  # noqa: E402
-from locomo import CATEGORIES, Conversation, Question, load  # noqa: E402
+from locomo import CATEGORIES, SPEAKER_FORMS, Conversation, Question, ingest, load, message_id  # noqa: E402
 from longchat.metrics import mean, percentile  # noqa: E402
 from longchat.systems import BASELINES, SharedVectors, build  # noqa: E402
 
@@ -82,8 +82,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--grains", help="diagnostic: recall() over these grains (comma-separated) instead of its default")
     p.add_argument("--queries", choices=("questions", "observations"), default="questions",
                    help="ask LoCoMo's questions (categories 1-4), or its observations as statements")
-    p.add_argument("--unnamed", action="store_true",
-                   help="feed ours the messages without their speaker's name, as an app that sets none")
+    p.add_argument("--speakers", choices=SPEAKER_FORMS, default="name",
+                   help="how ours is fed each message's speaker: name= on the message, 'Name: text', or not at all")
     args = p.parse_args(argv)
     args.system_list = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
     if not args.system_list:
@@ -106,32 +106,6 @@ def statements(conv: Conversation) -> list[Question]:
         if dia not in sources[fact]:
             sources[fact].append(dia)
     return [Question(fact, "", tuple(ids), 0) for fact, ids in sources.items()]
-
-
-def message_id(conv: Conversation, dia: str) -> str:
-    return f"{conv.id}:{dia}"
-
-
-def ingest(memory: TieredMemory, conversations: list[Conversation], named: bool = True) -> float:
-    """Every conversation through ``after_turn``, an exchange at a time (each message with
-    its speaker's ``name`` unless not ``named``); seconds taken."""
-    start = time.perf_counter()
-    for conv in conversations:
-        first = conv.speakers[0]
-        for n, session in enumerate(conv.sessions, 1):
-            thread = f"{conv.id}-s{n}"
-            for i in range(0, len(session), 2):
-                pair = session[i : i + 2]
-                messages: list[BaseMessage] = [
-                    (HumanMessage if t.speaker == first else AIMessage)(
-                        t.text, name=t.speaker if named else None, id=message_id(conv, t.id)
-                    )
-                    for t in pair
-                ]
-                memory.after_turn(conv.id, thread, messages, at=pair[0].at)
-            memory.end_session(conv.id, thread)
-    memory.flush()
-    return time.perf_counter() - start
 
 
 def first_ids(hits: list[tuple[str, ...]], k: int) -> list[str]:
@@ -206,7 +180,7 @@ def evaluate(args: argparse.Namespace, conversations: list[Conversation]) -> dic
     try:
         if memory is not None:
             if not fed:
-                out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations, not args.unnamed) * 1000 / turns
+                out["ingest_ms_per_turn"]["ours"] = ingest(memory, conversations, args.speakers) * 1000 / turns
             out["extraction"] = extraction(memory, conversations)
         asked_n = 0
         for conv in conversations:

@@ -114,3 +114,46 @@ def load(path: str | Path, conversations: int | None = None) -> list[Conversatio
         out.append(Conversation(raw["sample_id"], (conv["speaker_a"], conv["speaker_b"]), sessions, questions,
                                 observations))
     return out
+
+
+#: How a benchmark feeds each message's speaker: on the message (``name=``), in its text
+#: (``Name: text``, as many apps write a multi-party chat), or not at all.
+SPEAKER_FORMS = ("name", "text", "none")
+
+
+def message_id(conv: Conversation, dia: str) -> str:
+    """The id a turn is stored under (the conversation's, then its ``dia_id``)."""
+    return f"{conv.id}:{dia}"
+
+
+def ingest(memory: Any, conversations: list[Conversation], speakers: str = "name") -> float:
+    """Every conversation through ``after_turn``, an exchange (two turns) at a time, one
+    thread per session, ``end_session`` after each, then ``flush``; seconds taken.
+
+    ``speakers`` (one of :data:`SPEAKER_FORMS`) says how each message names who said it.
+    The conversation's first speaker is fed as the user, the other as the assistant.
+    """
+    import time as _time
+
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+    if speakers not in SPEAKER_FORMS:
+        raise ValueError(f"speakers must be one of {SPEAKER_FORMS}, got {speakers!r}")
+    start = _time.perf_counter()
+    for conv in conversations:
+        first = conv.speakers[0]
+        for n, session in enumerate(conv.sessions, 1):
+            thread = f"{conv.id}-s{n}"
+            for i in range(0, len(session), 2):
+                pair = session[i : i + 2]
+                messages: list[BaseMessage] = [
+                    (HumanMessage if t.speaker == first else AIMessage)(
+                        f"{t.speaker}: {t.text}" if speakers == "text" else t.text,
+                        name=t.speaker if speakers == "name" else None, id=message_id(conv, t.id),
+                    )
+                    for t in pair
+                ]
+                memory.after_turn(conv.id, thread, messages, at=pair[0].at)
+            memory.end_session(conv.id, thread)
+    memory.flush()
+    return _time.perf_counter() - start

@@ -75,6 +75,8 @@ if TYPE_CHECKING:
         AsyncPostgresTieredCheckpointSaver,
         PostgresTieredCheckpointSaver,
     )
+    from .integrations.mcp_server import create_mcp_server
+    from .integrations.mcp_transport import serve_mcp
     from .integrations.middleware import TieredMemoryMiddleware
     from .integrations.nodes import MemoryState, recall_node, record_node
     from .integrations.store import TieredMemoryStore
@@ -130,6 +132,9 @@ _LAZY: dict[str, str] = {
     "recall_node": ".integrations.nodes",
     "record_node": ".integrations.nodes",
     "TieredMemoryStore": ".integrations.store",
+    # An MCP server over one user's memory (the optional ``mcp`` extra).
+    "create_mcp_server": ".integrations.mcp_server",
+    "serve_mcp": ".integrations.mcp_transport",
     "pre_model_hook": ".integrations.hooks",
     "post_model_hook": ".integrations.hooks",
     "create_memory_tools": ".integrations.tools",
@@ -226,6 +231,14 @@ def _load(module: str) -> ModuleType:
             from .integrations import hooks
 
             return hooks
+        case ".integrations.mcp_server":
+            from .integrations import mcp_server
+
+            return mcp_server
+        case ".integrations.mcp_transport":
+            from .integrations import mcp_transport
+
+            return mcp_transport
         case ".integrations.middleware":
             from .integrations import middleware
 
@@ -360,10 +373,12 @@ __all__ = [
     "TurnResult",
     "VectorStoreError",
     "__version__",
+    "create_mcp_server",
     "create_memory_tools",
     "default_embeddings",
     "post_model_hook",
     "pre_model_hook",
     "recall_node",
     "record_node",
+    "serve_mcp",
 ]

@@ -149,6 +149,14 @@ class MemoryConfig(BaseModel):
         ),
     )
     episodes_k: int = Field(3, ge=0, le=MAX_RECALL_K, description="Past episodes recalled per turn.")
+    ranking_model: str | None = Field(
+        None,
+        description=(
+            "A ranking model fitted on your own conversations (the JSON file that "
+            "benchmarks/fit_ranking.py writes); None: the one shipped, fitted on LoCoMo and "
+            "LoCoMo-Plus (scoring.py, docs/recall.md)."
+        ),
+    )
     job_mode: Literal["inline", "background", "manual", "external"] = Field(
         "background",
         description=(

@@ -98,7 +98,7 @@ class ShardLockedError(VectorStoreError):
     """Another process has the Qdrant Edge shard open; only one process may."""
 
 
-class EmbeddingMismatchError(VectorStoreError):
+class EmbeddingMismatchError(VectorStoreError, ConfigError):
     """The embedding model or dimension differs from the one the collection was built with.
 
     Run ``memory.admin.reindex()`` (or ``tiered-memory reindex``) to rebuild the vectors.

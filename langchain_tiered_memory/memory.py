@@ -323,7 +323,7 @@ class TieredMemory(DeprecatedNames):
         # rather than holding its key with nothing written.
         parts.enqueue_episode(thread, last, revive=True)
         parts.jobs.notify()
-        return episode_id(thread_id, last)
+        return episode_id(thread_id, last, parts.storage.id_namespace())
 
     # --- lifecycle --------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 __all__ = [
+    "DISCLOSURES",
     "ENTITY_TYPES",
     "ENTITY_TYPE_ALIASES",
     "MEMORY_TYPES",
@@ -16,6 +17,7 @@ __all__ = [
     "RELATION_ATTRIBUTE",
     "SELF",
     "USER_ENTITY",
+    "Disclosure",
     "EntityType",
     "MemoryType",
     "entity_type",
@@ -27,6 +29,11 @@ MemoryType = Literal["fact", "preference", "experience", "instruction"]
 #: The memory types, in the order error messages and help texts list them.
 MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
 
+#: What a statement discloses of its speaker (text/disclosure.py): recall reads such a
+#: memory as one a later message may lean on without sharing its words.
+Disclosure = Literal["state", "goal", "value", "cause"]
+DISCLOSURES: tuple[str, ...] = get_args(Disclosure)
+
 #: An entity type, written once, the vague ones last.
 EntityType = Literal["person", "organization", "place", "product", "topic", "other"]
 #: The entity types, the vague ones last.
@@ -37,6 +44,17 @@ USER_ENTITY = "user"
 #: The attribute relating an entity to the user; the user's own entity has ``"self"``.
 RELATION_ATTRIBUTE = "relation_to_user"
 SELF = "self"
+
+#: Attributes that hold a set, not one value: a later turn adds to them ("I dislike
+#: mushrooms" after "I hate flying" keeps both), where a single-valued one (``location``,
+#: ``employer``, ``diet``, ``favorite_*``) is replaced, the old value kept as history. Items
+#: are stored joined by :data:`VALUE_SEPARATOR`.
+MANY_VALUED_ATTRIBUTES = frozenset(
+    "likes loves enjoys dislikes hates prefers allergies health languages hobbies interests skills pets "
+    "sister sisters brother brothers sibling siblings friend friends cousin cousins child children kid kids "
+    "son sons daughter daughters colleague colleagues coworker coworkers".split()
+)
+VALUE_SEPARATOR = ", "
 
 #: What models write instead of an entity type, mapped to ours.
 ENTITY_TYPE_ALIASES: dict[str, str] = {

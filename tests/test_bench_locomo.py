@@ -96,15 +96,30 @@ def test_observations_are_asked_as_statements_with_their_sources(tmp_path):
     assert "DRAGON" not in text  # the paper's figures are for its questions
 
 
-def test_unnamed_feeds_the_messages_without_their_speakers_names(tmp_path):
+def test_speakers_none_feeds_the_messages_without_their_speakers_names(tmp_path):
     from langchain_tiered_memory import TieredMemory
 
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps(DATA))
     kept = tmp_path / "memory"
-    assert bench_locomo.main(["--data", str(path), "--systems", "ours", "--unnamed", "--memory-dir", str(kept),
+    assert bench_locomo.main(["--data", str(path), "--systems", "ours", "--speakers", "none", "--memory-dir", str(kept),
                               "--out", str(tmp_path / "out")]) == 0
     with TieredMemory(kept) as memory:
         said = memory.threads.messages("tiny", "tiny-s1")
     assert [m.text for m in said][:2] == ["Hey Ben! Good to see you!", "Hey Ana! I adopted a grey kitten called Pixel last week."]
+    assert all(m.name is None for m in said)
+
+
+def test_speakers_text_writes_the_name_in_front_as_many_apps_do(tmp_path):
+    from langchain_tiered_memory import TieredMemory
+
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(DATA))
+    kept = tmp_path / "memory"
+    assert bench_locomo.main(["--data", str(path), "--systems", "ours", "--speakers", "text", "--memory-dir", str(kept),
+                              "--out", str(tmp_path / "out")]) == 0
+    with TieredMemory(kept) as memory:
+        said = memory.threads.messages("tiny", "tiny-s1")
+    assert [m.text for m in said][:2] == ["Ana: Hey Ben! Good to see you!",
+                                         "Ben: Hey Ana! I adopted a grey kitten called Pixel last week."]
     assert all(m.name is None for m in said)

@@ -2,7 +2,6 @@
 
 import asyncio
 import contextlib
-import io
 import json
 import operator
 import os
@@ -12,18 +11,20 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
-from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from langchain_tiered_memory import (
     AsyncPostgresTieredCheckpointSaver,
+    InvalidInputError,
     MemoryClosedError,
     MemoryConfig,
     StorageError,
@@ -34,6 +35,9 @@ from langchain_tiered_memory.integrations.checkpointer import (
     AsyncTieredCheckpointSaver,
     TieredCheckpointSaver,
 )
+
+sys.path.insert(0, str(Path(__file__).parent))
+import conformance  # noqa: E402
 
 CONFIG = MemoryConfig(job_mode="inline")
 
@@ -97,44 +101,184 @@ def _wait_gone(threads: set[threading.Thread], timeout: float = 5.0) -> set[thre
 
 
 # --- conformance ----------------------------------------------------------------------
+# Every saver, on each database, through its async and its sync methods (tests/conformance.py):
+# every capability, base and extended, must pass, and docs/conformance.md must show this run.
 
 
-@pytest.mark.parametrize("kind", ["async_checkpointer", "checkpointer"])
-async def test_conformance_suite_passes(kind, tmp_path, capsys):
-    dirs: list[Path] = []
+@pytest.mark.parametrize("combo", conformance.COMBOS, ids=lambda combo: combo.id)
+async def test_conformance_suite_passes(combo, tmp_path, request, capsys):
+    urls: list[str] = []
+    if combo.backend == "sqlite":
+        open_memory = conformance.sqlite_opener(tmp_path)
+    else:
+        pg = request.getfixturevalue("pg")
 
-    @checkpointer_test(name=f"memory.{kind} (langchain-tiered-memory)")
-    async def factory():
-        # A fresh deployment directory for every capability suite.
-        data_dir = tmp_path / f"run{len(dirs)}"
-        dirs.append(data_dir)
-        memory = _open(data_dir)
-        try:
-            yield AsyncTieredCheckpointSaver(memory) if kind == "async_checkpointer" else memory.checkpointer
-        finally:
-            memory.close()
+        def open_memory():
+            urls.append(pg.new_database())  # a fresh database for every capability suite
+            return conformance.postgres_memory(urls[-1])
 
-    report = await validate(factory)
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        report.print_report()
+    try:
+        report = await conformance.run(combo, open_memory)
+    finally:
+        for url in urls:
+            pg.drop_database(url)
+    text = conformance.printed(report)
     with capsys.disabled():  # shown in the normal pytest output, not only with -s
-        print(text.getvalue())
+        print(text)
 
     failures = {cap: r.failures for cap, r in report.results.items() if r.failures}
-    assert report.passed_all_base(), f"{text.getvalue()}\n{failures}"
-    assert report.conformance_level() == "FULL", text.getvalue()
-    # Each suite ran on a deployment of its own and wrote into its memory.db, nowhere else
-    # (the suites of capabilities we do not implement open one and touch nothing).
-    assert len(dirs) == len(report.results) == 8
-    used = []
-    for data_dir in dirs:
-        assert sorted(p.name for p in data_dir.glob("*.db")) == ["memory.db"]
-        with contextlib.closing(sqlite3.connect(data_dir / "memory.db")) as conn:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        assert {"threads", "messages"} <= tables
-        used.append({"checkpoints", "writes"} <= tables)
-    assert used.count(True) == 5
+    assert sorted(report.results) == sorted(conformance.CAPABILITIES)
+    assert all(r.detected for r in report.results.values()), text
+    assert report.conformance_level() == "FULL", f"{text}\n{failures}"
+    if combo.backend == "sqlite":
+        # Each suite ran on a deployment of its own and wrote into its memory.db, nowhere else.
+        dirs = sorted(tmp_path.iterdir())
+        assert len(dirs) == len(conformance.CAPABILITIES)
+        for data_dir in dirs:
+            assert sorted(p.name for p in data_dir.glob("*.db")) == ["memory.db"]
+            with contextlib.closing(sqlite3.connect(data_dir / "memory.db")) as conn:
+                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            assert {"threads", "messages", "checkpoints", "writes"} <= tables
+    else:
+        assert len(urls) == len(conformance.CAPABILITIES)
+
+    row = conformance.row(combo, report)
+    if conformance.documented_versions() == conformance.versions():
+        assert conformance.documented_rows().get(conformance.key(combo)) == row, (
+            f"docs/conformance.md does not show this run ({row}): run "
+            "`.venv/bin/python scripts/conformance_report.py` to regenerate it"
+        )
+    else:
+        warnings.warn(
+            f"docs/conformance.md was generated with other versions ({conformance.documented_versions()}); "
+            "run `.venv/bin/python scripts/conformance_report.py` to regenerate it", stacklevel=1,
+        )
+
+
+# --- copy_thread, delete_for_runs, prune on a real graph ---------------------------------
+
+SAVERS = [("sqlite", "sync"), ("sqlite", "async"), ("postgresql", "sync"), ("postgresql", "async")]
+
+
+@contextlib.contextmanager
+def _deployment(backend: str, tmp_path: Path, request):
+    if backend == "sqlite":
+        with _open(tmp_path / "m") as memory:
+            yield memory
+    else:
+        with _open_pg(request.getfixturevalue("pg_url")) as memory:
+            yield memory
+
+
+class _Drive:
+    """One saver and its graph, driven through its sync API (a sync saver) or its async one."""
+
+    def __init__(self, memory: TieredMemory, kind: str) -> None:
+        self.kind = kind
+        self.saver = memory.checkpointer if kind == "sync" else conformance._saver(
+            conformance.Combo("sqlite" if memory.data_dir else "postgresql", "async", "async"), memory
+        )
+        self.graph = _graph(self.saver, _reply if kind == "sync" else _areply)
+
+    async def call(self, name: str, *args, **kwargs):
+        if self.kind == "sync":
+            return getattr(self.saver, name)(*args, **kwargs)
+        return await getattr(self.saver, "a" + name)(*args, **kwargs)
+
+    async def turn(self, text: str, thread: str, run_id: str) -> int:
+        config = {"configurable": {"thread_id": thread, "user_id": "alice"}, "metadata": {"run_id": run_id}}
+        if self.kind == "sync":
+            return self.graph.invoke(_say(text), config)["turns"]
+        return (await self.graph.ainvoke(_say(text), config))["turns"]
+
+    async def state(self, thread: str) -> dict:
+        if self.kind == "sync":
+            return self.graph.get_state(_cfg(thread)).values
+        return (await self.graph.aget_state(_cfg(thread))).values
+
+    async def history(self, thread: str) -> list:
+        if self.kind == "sync":
+            return list(self.saver.list(_cfg(thread)))
+        return [t async for t in self.saver.alist(_cfg(thread))]
+
+
+@pytest.mark.parametrize(("backend", "kind"), SAVERS, ids=[f"{b}-{k}" for b, k in SAVERS])
+async def test_copy_thread_delete_for_runs_and_prune_on_a_graph(backend, kind, tmp_path, request):
+    with _deployment(backend, tmp_path, request) as memory:
+        drive = _Drive(memory, kind)
+        for i, run_id in enumerate(["r1", "r2", "r3"]):
+            assert await drive.turn(f"m{i}", "t1", run_id) == i + 1
+        before = await drive.history("t1")
+
+        # copy_thread: the whole history, with its metadata; each thread goes on on its own.
+        await drive.call("copy_thread", "t1", "t2")
+        copied = await drive.history("t2")
+        assert [t.checkpoint["id"] for t in copied] == [t.checkpoint["id"] for t in before]
+        assert [t.metadata for t in copied] == [t.metadata for t in before]
+        assert (await drive.state("t2")) == (await drive.state("t1"))
+        assert await drive.turn("more", "t2", "r4") == 4
+        assert (await drive.state("t1"))["turns"] == 3
+        with pytest.raises(InvalidInputError, match="already has checkpoints"):
+            await drive.call("copy_thread", "t1", "t2")
+
+        # delete_for_runs: the thread is as the runs before left it, and goes on from there.
+        await drive.call("delete_for_runs", ["r3"])
+        assert {t.metadata.get("run_id") for t in await drive.history("t1")} == {"r1", "r2"}
+        assert (await drive.state("t1"))["turns"] == 2
+        # A run's checkpoints go wherever they were copied to (run ids are global).
+        assert {t.metadata.get("run_id") for t in await drive.history("t2")} == {"r1", "r2", "r4"}
+        assert await drive.turn("again", "t1", "r5") == 3
+
+        # prune: keep_latest leaves one checkpoint with the state; delete leaves nothing.
+        await drive.call("prune", ["t1"])
+        (latest,) = await drive.history("t1")
+        assert latest.parent_config is None and (await drive.state("t1"))["turns"] == 3
+        assert await drive.turn("after", "t1", "r6") == 4
+        await drive.call("prune", ["t2"], strategy="delete")
+        assert await drive.history("t2") == [] and (await drive.state("t2")) == {}
+        with pytest.raises(InvalidInputError, match="list of ids"):
+            await drive.call("prune", "t1")
+        with pytest.raises(InvalidInputError, match="keep_latest"):
+            await drive.call("prune", ["t1"], strategy="oldest")
+
+        # A copy keeps the user in its metadata: forgetting the user forgets the copy.
+        await drive.call("copy_thread", "t1", "t3")
+        assert memory.admin.forget(user_id="alice")["checkpoints"] > 0
+        assert await drive.history("t3") == [] and await drive.history("t1") == []
+
+
+def _append(state: list, writes: list) -> list:
+    return [*state, *(item for write in writes for item in write)]
+
+
+class Deltas(TypedDict):
+    items: Annotated[list, DeltaChannel(_append)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_keep_latest_refuses_threads_with_a_delta_channel(backend, tmp_path, request):
+    with _deployment(backend, tmp_path, request) as memory:
+        builder = StateGraph(Deltas)
+        builder.add_node("add", lambda state: {"items": [len(state["items"])]})
+        builder.add_edge(START, "add")
+        builder.add_edge("add", END)
+        deltas = builder.compile(checkpointer=memory.checkpointer)
+        for _ in range(3):
+            deltas.invoke({"items": []}, _cfg("d"))
+        plain = _graph(memory.checkpointer)
+        plain.invoke(_say("hi"), _cfg("p"))
+        plain.invoke(_say("hi"), _cfg("p"))
+        saver = memory.checkpointer
+        count = {t: len(list(saver.list(_cfg(t)))) for t in ("d", "p")}
+
+        with pytest.raises(InvalidInputError, match=r"DeltaChannel \(d\).*strategy='delete'"):
+            saver.prune(["p", "d"])
+        assert {t: len(list(saver.list(_cfg(t)))) for t in ("d", "p")} == count  # nothing pruned
+        assert deltas.get_state(_cfg("d")).values["items"] == [0, 1, 2]
+        saver.prune(["p"])
+        assert len(list(saver.list(_cfg("p")))) == 1
+        saver.prune(["d"], strategy="delete")
+        assert list(saver.list(_cfg("d"))) == []
 
 
 # --- sync saver -------------------------------------------------------------------------
@@ -470,43 +614,6 @@ def _pg_checkpoint_threads(url: str) -> dict[str, int]:
         )}
     assert others <= set(counts), "writes or channel values left behind for a deleted thread"
     return counts
-
-
-@pytest.mark.parametrize("kind", ["async_checkpointer", "checkpointer"])
-async def test_postgres_conformance_suite_passes(kind, pg, capsys):
-    from langchain_tiered_memory.integrations.checkpointer_postgres import (
-        AsyncPostgresTieredCheckpointSaver,
-        PostgresTieredCheckpointSaver,
-    )
-
-    urls: list[str] = []
-
-    @checkpointer_test(name=f"memory.{kind} on PostgreSQL (langchain-tiered-memory)")
-    async def factory():
-        urls.append(pg.new_database())  # a fresh database for every capability suite
-        memory = _open_pg(urls[-1])
-        try:
-            saver = AsyncPostgresTieredCheckpointSaver(memory) if kind == "async_checkpointer" else memory.checkpointer
-            expected = AsyncPostgresTieredCheckpointSaver if kind == "async_checkpointer" else PostgresTieredCheckpointSaver
-            assert isinstance(saver, expected)
-            yield saver
-        finally:
-            memory.close()
-
-    try:
-        report = await validate(factory)
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):
-            report.print_report()
-        with capsys.disabled():
-            print(text.getvalue())
-        failures = {cap: r.failures for cap, r in report.results.items() if r.failures}
-        assert report.passed_all_base(), f"{text.getvalue()}\n{failures}"
-        assert report.conformance_level() == "FULL", text.getvalue()
-        assert len(urls) == len(report.results) == 8
-    finally:
-        for url in urls:
-            pg.drop_database(url)
 
 
 def test_postgres_forget_removes_checkpoints_in_every_table(pg_url):

@@ -448,11 +448,17 @@ class TestRules:
         # Each from a chat: the like rule kept "likes: your turtles", "to", "every day" and
         # "the user said" ("like I said") in the user's profile.
         for text in ("So cute! I love your turtles so much!", "I love his tech and that sarcastic humor.",
-                     "Glad you like it. Yeah, I love to.", "I'm grateful to have a job I enjoy every day.",
+                     "Glad you like it. Yeah, I love to.",
                      "I wish I could get one, but like I said, it's tough.", "I love their work."):
             result = turn(text)
             assert result.memories == [], text
             assert not any({"likes", "loves"} & set(e.attributes) for e in result.entities), text
+        # Gratitude for a job is the user's state (kept whole, as a disclosure), still no taste.
+        result = turn("I'm grateful to have a job I enjoy every day.")
+        assert [(m.content, m.about) for m in result.memories] == [
+            ("The user is grateful to have a job the user enjoys every day.", "state")
+        ]
+        assert not any({"likes", "loves", "enjoys"} & set(e.attributes) for e in result.entities)
         # A taste of the user's own still is one, with what the user owns.
         assert [m.content for m in turn("I love my turtles.", "I love to travel.").memories] == [
             "The user loves their turtles.", "The user loves to travel."

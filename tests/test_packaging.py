@@ -226,3 +226,68 @@ def _run(code: str) -> str:
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
+
+
+def _quickstart() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert block, "the README's Quickstart has a python block"
+    return block.group(1)
+
+
+def _core_closure() -> set[str]:
+    """The distributions ``pip install langchain-tiered-memory`` installs (no extra): the
+    required dependencies and theirs, each requirement's marker read as pip reads it."""
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    todo = list(PYPROJECT["project"]["dependencies"])
+    while todo:
+        req = Requirement(todo.pop())
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        name = _dist_name(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            todo.extend(metadata.requires(name) or ())
+        except metadata.PackageNotFoundError:
+            pass
+    return seen
+
+
+def test_the_readme_quickstart_needs_only_the_first_install():
+    # The quickstart follows `pip install -e .` in the README: every distribution it imports
+    # must come with that command, not with an extra (it failed with "No module named
+    # 'langchain'", which only the `agents` extra brought).
+    visitor = _Imports()
+    visitor.visit(ast.parse(_quickstart()))
+    owners = _owners()
+    imported = {
+        dist
+        for module, _, _ in visitor.found
+        if module.split(".")[0] not in sys.stdlib_module_names
+        for dist in _dist_of(module, owners)
+    }
+    assert imported, "the quickstart imports the package and LangChain"
+    missing = imported - _core_closure() - {"langchain-tiered-memory"}
+    assert not missing, f"the README quickstart imports {sorted(missing)}, which `pip install -e .` does not install"
+
+
+@pytest.mark.soak
+def test_the_readme_quickstart_runs_in_a_venv_made_by_the_first_command(tmp_path):
+    # The same, as a new user meets it: a venv, the README's first command, the quickstart.
+    # Minutes of downloads: outside CI (-m soak); the closure test above is its fast twin.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "-e", str(ROOT)],
+                         capture_output=True, text=True, timeout=1800)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    script = tmp_path / "quickstart.py"
+    script.write_text(_quickstart(), encoding="utf-8")
+    run = subprocess.run([str(venv / "bin" / "python"), str(script)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=600, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "<memory>" in run.stdout and "Lisbon" in run.stdout

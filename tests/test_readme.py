@@ -84,9 +84,12 @@ def test_quickstart(tmp_path):
     assert len(block.splitlines()) <= 15
     result = run_block(block, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    # What it prints is the memory block of the second thread: the first thread's facts.
+    # What it prints is the memory block of the second thread: the first thread's facts,
+    # extracted into the user's profile, and the turn that said them (the memory distilled
+    # from that turn is not quoted twice beside it).
     assert "<memory>" in result.stdout
-    assert "prefers green tea" in result.stdout.lower() and "Lisbon" in result.stdout
+    assert "prefers: green tea" in result.stdout and "location: Lisbon" in result.stdout
+    assert "I live in Lisbon and I prefer green tea." in result.stdout
     assert (tmp_path / "memory" / "memory.db").exists()
 
 

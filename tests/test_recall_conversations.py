@@ -85,6 +85,12 @@ def test_the_answer_that_follows_a_question_in_other_words_is_found(memory):
     assert "I've always had great respect for our military and wanted to show my support." in named[:3]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the fitted ranking (issue 44) gives a session's other matches little weight: on LoCoMo, "
+    "LongChat and LoCoMo-Plus, cross-validated, a turn's thread match (thread_dense, constrained "
+    "or not) does not lift recall, so this hand-set preference of the old ranking is not kept; "
+    "constraining it to lift cost CV hit@10 on LoCoMo-Plus (0.622 -> 0.617) and broke the "
+    "question-about-now order. strict: it fails the suite the day a refit agrees again"))
 def test_the_session_where_the_subject_came_up_lends_its_turns_weight(memory):
     sessions = [
         [("Ana", "Back from two weeks in Japan with my sister!"), ("Ben", "Welcome back! How was it?"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 
@@ -165,3 +166,112 @@ def test_langmem_tools_work_on_memory_store(data_dir):
         manage = tools[0]
         assert manage.invoke({"action": "delete", "id": created}, scenario.config("t1")) == f"Deleted memory {created}"
         assert memory.memories.list("alice") == []
+
+
+# --- style="langmem": LangMem's tools, with their names, schemas and answers ------------------
+
+
+def _langmems_own(store=None):
+    langmem = pytest.importorskip("langmem")
+    namespace = ("memories", "{langgraph_user_id}")
+    return [
+        langmem.create_manage_memory_tool(namespace=namespace, store=store),
+        langmem.create_search_memory_tool(namespace=namespace, store=store),
+    ]
+
+
+def _call_schema(tool) -> dict:
+    schema = tool.tool_call_schema.model_json_schema()
+    schema.pop("description")
+    return schema
+
+
+def test_langmem_style_tools_have_langmems_names_and_argument_schemas(data_dir):
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        ours = create_memory_tools(memory, style="langmem")
+        theirs = _langmems_own()
+        assert [t.name for t in ours] == [t.name for t in theirs] == ["manage_memory", "search_memory"]
+        for mine, langmems in zip(ours, theirs, strict=True):
+            assert mine.args == langmems.args
+            assert _call_schema(mine) == _call_schema(langmems)  # what the model is shown
+            assert mine.response_format == langmems.response_format == "content"
+        assert ours[0].args["action"]["enum"] == ["create", "update", "delete"]
+        assert "MEMORY ID" in ours[0].description
+        with pytest.raises(Exception, match="unknown tool style"):
+            create_memory_tools(memory, style="letta")
+
+
+def test_a_langmem_agent_moves_over_unchanged(data_dir):
+    # The script a LangMem agent's model plays, against our tools and a real memory; the
+    # config is LangMem's (langgraph_user_id), the graph has no store compiled in.
+    def update_created(messages):
+        return call("manage_memory", action="update", id=UUID.search(messages[-1].text).group(0),
+                    content="The user's favourite colour is navy.")
+
+    model = ScriptedChatModel(
+        script=[
+            call("manage_memory", content="The user's favourite colour is teal.", action="create"),
+            call("search_memory", query="favourite colour", limit=3),
+            update_created,
+            "Noted.",
+        ]
+    )
+    langmem_config = {"configurable": {"langgraph_user_id": "alice", "thread_id": "t1"}}
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        graph = agent(memory, model, create_memory_tools(memory, style="langmem"), hooks=False)
+        state = graph.invoke({"messages": [HumanMessage("Teal is my colour. No, navy.")]}, langmem_config)
+        created, found, updated = [m.text for m in state["messages"] if isinstance(m, ToolMessage)]
+        memory_id = UUID.search(created).group(0)
+        assert created == f"created memory {memory_id}"
+        (hit,) = json.loads(found)
+        assert hit["namespace"] == ["memories", "alice"] and hit["key"] == memory_id
+        assert hit["value"] == {"content": "The user's favourite colour is teal."}
+        assert isinstance(hit["score"], float) and {"created_at", "updated_at"} <= set(hit)
+        assert updated == f"updated memory {memory_id}"
+        assert memory.memories.get("alice", memory_id).content == "The user's favourite colour is navy."
+        assert [h.entry.id for h in memory.memories.search("alice", "favourite colour", k=1)] == [memory_id]
+
+
+def test_langmem_style_tools_answer_as_langmems_do_on_the_same_store(data_dir):
+    alice = {"configurable": {"langgraph_user_id": "alice"}}
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        manage, search = create_memory_tools(memory, style="langmem")
+        their_manage, their_search = _langmems_own(store=memory.store)
+        mine = manage.invoke({"content": "The user cycles to work."}, alice)
+        theirs = their_manage.invoke({"content": "The user takes the train on Fridays."}, alice)
+        for answer in (mine, theirs):
+            assert re.fullmatch(r"created memory " + UUID.pattern, answer)
+        # The same items, in the same JSON, whoever lists them.
+        listing = {"query": "", "filter": {"content": "The user cycles to work."}}
+        assert search.invoke(listing, alice) == their_search.invoke(listing, alice)
+        assert len(json.loads(search.invoke({"query": ""}, alice))) == 2
+        assert json.loads(search.invoke({"query": "", "limit": 1, "offset": 1}, alice)) == json.loads(
+            their_search.invoke({"query": "", "limit": 1, "offset": 1}, alice)
+        )
+        ours = json.loads(search.invoke({"query": "how does the user commute?"}, alice))
+        assert {h["key"] for h in ours} == {UUID.search(mine).group(0), UUID.search(theirs).group(0)}
+        deleted = UUID.search(theirs).group(0)
+        assert manage.invoke({"action": "delete", "id": deleted}, alice) == f"Deleted memory {deleted}"
+        assert [e.content for e in memory.memories.list("alice")] == ["The user cycles to work."]
+
+
+async def test_langmem_style_tools_keep_users_apart_and_answer_mistakes(data_dir):
+    with TieredMemory(data_dir, scenario.CONFIG) as memory:
+        manage, search = create_memory_tools(memory, style="langmem")
+        alice, bob = scenario.config("t1"), {"configurable": {"user_id": "bob"}}
+        answer = await manage.ainvoke({"content": "The user's PIN hint is 'blue door'."}, alice)
+        alices = UUID.search(answer).group(0)
+        assert json.loads(await search.ainvoke({"query": "PIN hint"}, bob)) == []
+        # Another user's id is not theirs to change: answered, and nothing happens.
+        for action in ("update", "delete"):
+            refused = await manage.ainvoke({"action": action, "id": alices, "content": "x"}, bob)
+            assert f"There is no memory {alices}; nothing was {action}d" in refused
+        assert memory.memories.get("alice", alices).content == "The user's PIN hint is 'blue door'."
+        assert memory.memories.list("bob") == []
+        # Mistakes a model can fix come back as the tool's answer.
+        assert "cannot provide a MEMORY ID when creating" in manage.invoke({"content": "x", "id": alices}, alice)
+        assert "must provide a MEMORY ID" in manage.invoke({"action": "delete"}, alice)
+        assert "Nothing was stored" in manage.invoke({"action": "create"}, alice)
+        assert "Search failed" in search.invoke({"query": "x", "limit": -1}, alice)
+        with pytest.raises(ConfigError, match="langgraph_user_id"):
+            search.invoke({"query": "anything"}, {"configurable": {"thread_id": "t1"}})

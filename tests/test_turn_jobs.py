@@ -282,3 +282,21 @@ def test_the_users_own_profile_keeps_their_name_offline(make_memory, monkeypatch
         alice = m.entities.get("u", "Alice")
         assert alice.attributes["location"] == "Berlin"
         assert [v.value for v in alice.history["location"]] == ["Paris", "Berlin"]
+
+
+def test_what_the_user_discloses_of_themselves_is_kept_with_its_kind_and_a_bad_kind_is_dropped(make_memory):
+    # The schema's "about": a model marks a statement of the user's own state, goal, value
+    # or cause; anything else it writes there (a typo, another word) reads as no mark.
+    stressed = {**memory("Since learning to say no at work, the user feels much less stressed.", "fact", 0.7),
+                "about": "Cause"}
+    odd = {**memory("The user's favourite colour is green.", "preference", 0.8), "about": "colour"}
+    model = ScriptedChatModel(script=[turn_tool_call(memories=[stressed, odd])])
+    with make_memory(inline(), model=model) as m:
+        m.after_turn("u", "t", [HumanMessage("Since I learned to say no at work, I feel much less stressed. "
+                                             "Oh, and green is my favourite colour."), AIMessage("Good for you!")])
+        assert m.flush(timeout=10)
+        by_content = {e.content: e for e in m.memories.list("u")}
+        assert by_content[stressed["content"]].metadata == {"about": "cause"}
+        assert "about" not in by_content[odd["content"]].metadata
+        [hit, *_] = m.recall("u", "I took on a big new project and now I'm overwhelmed again.", k=3, peek=True)
+        assert hit.grain in ("fact", "turn") and "say no" in hit.text

@@ -169,6 +169,8 @@ class Parts:
             provides=self._provides,
         )
         self.journal = JobJournal(storage, self.jobs, self.check_open)
+        # Started once this object is whole: the worker's upkeep reads self.jobs.
+        self.jobs.start()
         if not manual:
             # Work journaled by an earlier process that stopped mid-way resumes now.
             self._end_idle_sessions()

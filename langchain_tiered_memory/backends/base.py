@@ -207,6 +207,23 @@ class BaseBackend(abc.ABC):
             reindex_target=target["model_id"] if target else None,
         )
 
+    def space_fingerprint(self) -> list[list[float]] | None:
+        """The reference vectors recorded for the embeddings in use (``model_id``), if any
+        (:mod:`..index.space`)."""
+        found = (self._meta.get("fingerprints") or {}).get(self.model_id)
+        return None if found is None else [list(map(float, v)) for v in found]
+
+    def record_fingerprint(self, vectors: Sequence[Sequence[float]]) -> None:
+        """Record the reference vectors of the embeddings in use, with the model record."""
+        self._check_open()
+        with self._meta_lock:
+            meta = dict(self._meta)
+            prints = dict(meta.get("fingerprints") or {})
+            prints[self.model_id] = [[round(float(x), 6) for x in v] for v in vectors]
+            meta["fingerprints"] = prints
+            self._save_meta(meta)
+            self._meta = meta
+
     def _require_vectors(self) -> None:
         self._check_open()
         problem = self._problem()

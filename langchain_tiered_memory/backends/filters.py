@@ -56,6 +56,10 @@ class FilterBuilder(abc.ABC):
             must.append(self.has_id(list(where.ids)))
         if where.exclude_ids:
             must_not.append(self.has_id(list(where.exclude_ids)))
+        for sub in where.excluded:
+            built = self.build(sub)
+            if built is not None:
+                must_not.append(built)
         return self.conjunction(must, must_not)
 
 

@@ -92,7 +92,8 @@ class Where:
 
     ``equals`` matches one value, ``any_of`` any of several, ``none_of`` none of them (a
     point without the field matches ``none_of``); ``ranges`` bound float or datetime
-    fields; ``ids`` restricts to those point ids, ``exclude_ids`` removes some.
+    fields; ``ids`` restricts to those point ids, ``exclude_ids`` removes some;
+    ``excluded`` removes the points that match any of these filters.
     """
 
     equals: Mapping[str, str | int | bool] = field(default_factory=dict)
@@ -101,11 +102,12 @@ class Where:
     ranges: Mapping[str, Range] = field(default_factory=dict)
     ids: Sequence[str] | None = None
     exclude_ids: Sequence[str] = ()
+    excluded: Sequence[Where] = ()
 
     def is_empty(self) -> bool:
         """True when the filter matches every point."""
         return not (
-            self.equals or self.any_of or self.none_of or self.ranges or self.exclude_ids
+            self.equals or self.any_of or self.none_of or self.ranges or self.exclude_ids or self.excluded
         ) and self.ids is None
 
 

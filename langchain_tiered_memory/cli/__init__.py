@@ -1,15 +1,16 @@
 """``tiered-memory``: the command line over one memory directory (``--data-dir``, default ``./memory``).
 
 Commands: ``demo``, ``chat``, ``inspect``, ``search``, ``entities``, ``episodes``, ``threads``,
-``forget``, ``export``, ``import``, ``stats``, ``jobs``, ``reindex`` and ``migrate`` (to
-PostgreSQL and a Qdrant server). Each is a thin adapter over one :class:`~langchain_tiered_memory.TieredMemory`
+``forget``, ``export``, ``import``, ``stats``, ``jobs``, ``reindex``, ``migrate`` (to
+PostgreSQL and a Qdrant server), ``serve`` (the inspector) and ``mcp`` (an MCP server).
+Each is a thin adapter over one :class:`~langchain_tiered_memory.TieredMemory`
 call (``migrate``: over :func:`langchain_tiered_memory.migrate.migrate`). Errors are one readable line on
 stderr and exit code 1 (2 for bad arguments, 130 for Ctrl-C), never a traceback; ``--json``
 prints machine-readable output where a command has results.
 
 One module per command group (:mod:`.demo`, :mod:`.chat`, :mod:`.inspecting`,
 :mod:`.reading`, :mod:`.forgetting`, :mod:`.portability`, :mod:`.maintenance`,
-:mod:`.jobs`, :mod:`.migrating`); each
+:mod:`.jobs`, :mod:`.migrating`, :mod:`.serving`, :mod:`.mcp`); each
 registers its commands here and imports LangChain and the memory only inside the command
 that runs, so ``--help`` and ``--version`` start in a few tens of milliseconds
 (``benchmarks/bench_startup.py``).
@@ -24,14 +25,14 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import TieredMemoryError
-from . import chat, demo, forgetting, inspecting, jobs, maintenance, migrating, portability, reading, serving
+from . import chat, demo, forgetting, inspecting, jobs, maintenance, mcp, migrating, portability, reading, serving
 from .common import DEFAULT_DATA_DIR, PROG, error, quiet_logs
 
 __all__ = ["DEFAULT_DATA_DIR", "DEMO_TURNS", "PROG", "main"]
 
 #: The demo's scripted conversation (kept importable from here for the tests and notebooks).
 DEMO_TURNS = demo.DEMO_TURNS
-_GROUPS = (demo, chat, inspecting, reading, forgetting, portability, maintenance, jobs, migrating, serving)
+_GROUPS = (demo, chat, inspecting, reading, forgetting, portability, maintenance, jobs, migrating, serving, mcp)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

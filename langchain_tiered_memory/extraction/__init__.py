@@ -8,8 +8,8 @@ works (:class:`LLMExtractor`); without one, :class:`OfflineExtractor` applies En
 
 Modules, one job each:
 
-- :mod:`.schema` — the results, item-by-item validation, the :class:`Extractor` protocol,
-  argument checks; :mod:`.normalise` — what models write turned into stored values, and the
+- :mod:`.schema` — the results, item-by-item validation, argument checks; :mod:`.protocol`
+  — the :class:`Extractor` protocol; :mod:`.normalise` — what models write turned into stored values, and the
   per-answer limits; :mod:`.messages` — messages as prompt lines;
 - :mod:`.parsing` — the tolerant, bounded reading of an answer;
 - :mod:`.structured` — which structured-output method each model gets, remembered;
@@ -49,9 +49,9 @@ from .schema import (
     ExtractedEntity,
     ExtractedMemory,
     ExtractionMethod,
-    Extractor,
     TurnExtraction,
 )
+from .protocol import Extractor
 from .structured import StructuredMethod, forget_methods
 
 __all__ = [

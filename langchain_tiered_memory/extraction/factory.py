@@ -17,7 +17,7 @@ from ..tokens import TokenCounter
 from .llm import DEFAULT_TIMEOUT, LLMExtractor
 from .offline import ExtractiveSummaries, OfflineExtractor
 from .prompts import Prompts
-from .schema import Extractor
+from .protocol import Extractor
 
 __all__ = ["default_model", "make_extractor"]
 

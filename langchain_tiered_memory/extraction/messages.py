@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 
 from ..fence import quote
-from ..storage.message_format import message_text, name_of, speaker
+from ..storage.message_format import message_text, name_of, speaker, spoken
 from ..tokens import TokenCounter
 from .normalise import clean_text
 
-__all__ = ["message_text", "name_of", "render_messages", "speaker"]
+__all__ = ["message_text", "name_of", "render_messages", "speaker", "spoken"]
 
 def render_messages(
     messages: Sequence[BaseMessage],

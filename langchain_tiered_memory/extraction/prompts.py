@@ -58,6 +58,11 @@ behave from now on, e.g. "Always answer in French.").
 - importance from 0 to 1: 0.9 explicit instructions and things the user asked to remember; \
 0.8 identity, location, job, health; 0.7 preferences and relationships; 0.5 ordinary facts; \
 0.3 or less trivia.
+- about: for a statement of the user's own state (how they feel or are doing), goal (what \
+they want or work towards), value (what matters to them) or cause (what made them change a \
+habit or a view), say which: "state", "goal", "value" or "cause", and write the statement so \
+that it names the state, goal, value or change itself ("The user has felt less stressed since \
+learning to say no."): a later message may lean on it without sharing its words. null otherwise.
 - Do not store greetings, small talk, the assistant's own suggestions, or anything only \
 relevant to the current moment. Return empty lists when nothing is worth remembering.
 

@@ -1,8 +1,8 @@
-"""What an extraction returns, how an answer is validated item by item, and the Extractor protocol.
+"""What an extraction returns and how an answer is validated item by item.
 
 Shared by the LLM extractor and the offline rules: :class:`TurnExtraction` (entities,
-memories, the running summary), :class:`EpisodeExtraction`, the argument checks, and
-:class:`Extractor`.
+memories, the running summary), :class:`EpisodeExtraction` and the argument checks (the
+:class:`~.protocol.Extractor` protocol they answer is in :mod:`.protocol`).
 
 Validation keeps what is good. The answer as a whole must have the right shape — an object
 whose ``entities`` / ``memories`` are lists — or it is an error (the job retries). Inside
@@ -23,9 +23,8 @@ content keep the highest importance.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -38,7 +37,7 @@ from pydantic import (
 
 from ..errors import InvalidInputError
 from ..tokens import TokenCounter
-from ..vocabulary import ENTITY_TYPES, MemoryType
+from ..vocabulary import DISCLOSURES, ENTITY_TYPES, Disclosure, MemoryType
 from .normalise import (
     MAX_ATTRIBUTES,
     MAX_CONTENT_CHARS,
@@ -64,7 +63,6 @@ __all__ = [
     "ExtractedEntity",
     "ExtractedMemory",
     "ExtractionMethod",
-    "Extractor",
     "TurnExtraction",
     "drop_reason",
 ]
@@ -191,6 +189,18 @@ class ExtractedMemory(BaseModel):
         "to tea', 'I traded my Honda for a bike'): the old thing in one to three words, e.g. "
         "'coffee', 'Honda'. The user's memories that name it are closed. null otherwise."))
 
+    about: Disclosure | None = Field(default=None, description=(
+        "Only for a statement of the user's own state (how they feel or are doing), goal (what "
+        "they want or work towards), value (what matters to them) or cause (what made them change "
+        "a habit or a view): which of 'state', 'goal', 'value', 'cause'. A later message may lean "
+        "on it without sharing its words. null otherwise."))
+
+    @field_validator("about", mode="before")
+    @classmethod
+    def _about(cls, value: Any) -> str | None:
+        text = (_text_or_none(value) or "").strip().casefold()
+        return text if text in DISCLOSURES else None
+
     @field_validator("subject", mode="before")
     @classmethod
     def _subject(cls, value: Any) -> str | None:
@@ -290,6 +300,7 @@ def _memory(item: Any, counter: TokenCounter | None) -> ExtractedMemory:
                 "importance": item.get("importance"),
                 "subject": item.get("subject", item.get("key")),
                 "replaces": item.get("replaces"),
+                "about": item.get("about"),
             }
         )
     # A token is at least one character: only long contents can be over the token limit.
@@ -462,39 +473,3 @@ class EpisodeExtraction(BaseModel):
         if text is None:
             raise ValueError(f"outcome must be a string, got {kind_of(value)}")
         return _cut(text.strip())
-
-
-@runtime_checkable
-class Extractor(Protocol):
-    """What the memory layers need from an extractor: an LLM or the offline rules."""
-
-    #: True when no LLM is involved (rules and extractive summaries).
-    offline: bool
-    #: Identifies the extractor (and model) in logs and job records.
-    name: str
-
-    def extract_turn(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        summary: str | None = None,
-        evicted: Sequence[BaseMessage] = (),
-        known_entities: Sequence[str] = (),
-        summary_max_tokens: int = 2000,
-    ) -> TurnExtraction:
-        """Entities and memories of ``messages`` (the new turn), in one model call.
-
-        When ``evicted`` is non-empty, ``summary`` of the result is ``summary`` with the
-        evicted messages folded in (aimed at under ``summary_max_tokens``; use
-        :meth:`compress_summary` if it is over); otherwise it is ``None``.
-        ``known_entities`` are names already stored, so the same spelling is reused.
-        """
-        ...
-
-    def extract_episode(self, messages: Sequence[BaseMessage]) -> EpisodeExtraction:
-        """A record of a finished conversation: summary, decisions, outcome, topics."""
-        ...
-
-    def compress_summary(self, summary: str, max_tokens: int) -> str:
-        """``summary`` rewritten to at most ``max_tokens`` tokens."""
-        ...

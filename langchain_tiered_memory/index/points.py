@@ -37,13 +37,13 @@ COLLECTION = "recall"
 RECALL_SCHEMA = CollectionSchema(
     tenant_field="user",
     keyword_fields=("grain", "memory_type"),
-    float_fields=("importance", "news"),
+    float_fields=("importance", "news", "discloses"),
     integer_fields=("current",),
     datetime_fields=("at", "told_from", "told_until"),
 )
 #: The payload fields a candidate carries: what the ranking reads before the records (the
 #: rest of a point's payload is for filters; leaving it in the engine makes a query cheaper).
-CANDIDATE_FIELDS = ("grain", "at", "asks", "news", "words", "told_from", "told_until")
+CANDIDATE_FIELDS = ("grain", "at", "asks", "news", "words", "told_from", "told_until", "discloses", "implicit")
 
 
 def tenant_key(user_id: str) -> str:

@@ -56,6 +56,7 @@ from .points import (
     tenant_key,
 )
 from .repair import CatchUp, reconcile
+from .space import check_space, raise_if
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -128,6 +129,7 @@ class RecallIndex:
         self._closed = False
         #: The catch-up under way (records to index after a lost or behind index), if any.
         self._catching_up: CatchUp | None = None
+        self._space: str | None = None  # the fingerprint's verdict (space.py); None: unchecked
 
     def add_source(self, source: UnitSource) -> None:
         """Register a family of records to index."""
@@ -237,6 +239,7 @@ class RecallIndex:
         kept no token of the span; see :mod:`..embeddings.spans`)."""
         if not texts:
             return [], []
+        self._check_space()
         try:
             vectors, parts = embed_with_spans(self._embeddings(), texts, spans)
         except TieredMemoryError:
@@ -250,12 +253,18 @@ class RecallIndex:
 
     def embed_query(self, text: str) -> list[float]:
         """The unit vector of a query."""
+        self._check_space()
         try:
             return unit_vector(self._embeddings().embed_query(text))
         except TieredMemoryError:
             raise
         except Exception as exc:
             raise EmbeddingError(f"the embeddings failed: {exc}") from exc
+
+    def _check_space(self) -> None:
+        if self._space is None and self.available():  # else checked once this process holds it
+            self._space = check_space(self.backend(), lambda texts: self._embeddings().embed_documents(texts)) or ""
+        raise_if(self._space or None)
 
     def write(self, units: Sequence[Unit], vectors: Sequence[Sequence[float]]) -> None:
         """Write the points of ``units`` (embedded as ``vectors``)."""
@@ -388,9 +397,13 @@ class RecallIndex:
         until: Any = None,
         news: bool = False,
         told: tuple[datetime, datetime] | None = None,
+        said_until: datetime | None = None,
+        discloses: bool = False,
     ) -> Where:
         """The filter of a user's units of some grains (``told``: those that tell of a time
-        within that span, see :func:`..recall.dates.told_of`)."""
+        within that span, see :func:`..recall.dates.told_of`; ``said_until``: no turn,
+        window or session said after it, whatever the time of the long-term memories;
+        ``discloses``: only what states its speaker's state, goal, value or a cause)."""
         equals: dict[str, Any] = {"user": tenant_key(user_id)}
         if current_only:
             equals["current"] = 1
@@ -414,10 +427,17 @@ class RecallIndex:
             ranges["at"] = Range(gte=since, lte=until)
         if news:
             ranges["news"] = Range(gt=0.0)
+        if discloses:
+            ranges["discloses"] = Range(gt=0.0)
         if told is not None:
             ranges["told_until"] = Range(gt=told[0])
             ranges["told_from"] = Range(lt=told[1])
-        return Where(equals=equals, any_of=any_of, none_of=none_of, ranges=ranges)
+        excluded: list[Where] = []
+        if said_until is not None:
+            said = [g for g in wanted if g != "fact"]
+            if said:
+                excluded.append(Where(any_of={"grain": said}, ranges={"at": Range(gt=said_until)}))
+        return Where(equals=equals, any_of=any_of, none_of=none_of, ranges=ranges, excluded=excluded)
 
     # --- rebuilding ---------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ written here opens with a plain ``SqliteSaver`` too). ``memory.admin.forget(thre
 - :class:`AsyncTieredCheckpointSaver` (``AsyncTieredCheckpointSaver(memory)``) is ``AsyncSqliteSaver``
   whose ``aiosqlite`` connection opens on first use inside the running event loop.
 
+Both implement every method of ``BaseCheckpointSaver``, sync and async, with the optional
+``copy_thread``, ``prune`` and ``delete_for_runs`` (``checkpoint_ops.py``; docs/conformance.md).
 Both connections come from ``memory.admin.database()`` (``storage/`` is the only package that
 opens the database); ``TieredMemory.close()`` closes the one ``memory.checkpointer`` made.
 """
@@ -21,7 +23,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,6 +49,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from ..errors import MemoryClosedError, StorageError
+from . import checkpoint_ops as ops
 
 if TYPE_CHECKING:
     import sqlite3
@@ -111,6 +121,18 @@ class ThreadedAsync(_SaverMixin):
         """Async :meth:`delete_thread`."""
         await asyncio.to_thread(self.delete_thread, thread_id)
 
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        await asyncio.to_thread(lambda: self.prune(thread_ids, strategy=strategy))
+
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -163,6 +185,28 @@ class TieredCheckpointSaver(ThreadedAsync, SqliteSaver):
                 if transaction:
                     self.conn.commit()
                 cur.close()
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints the runs ``run_ids`` made, with their writes."""
+        self._transaction(ops.sqlite_delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints and writes to a thread that has none yet."""
+        self._transaction(ops.sqlite_copy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep each namespace's latest checkpoint (``"keep_latest"``), or delete the
+        threads' checkpoints (``"delete"``); see ``checkpoint_ops``."""
+        self._transaction(ops.sqlite_prune(thread_ids, strategy))
+
+    def _transaction(self, statements: ops.Statements) -> None:
+        with self.cursor() as cur:
+            cur.execute("BEGIN IMMEDIATE")  # the reads and the writes see one state
+            try:
+                ops.run(cur, statements)
+            except BaseException:
+                self.conn.rollback()
+                raise
 
     def close(self) -> None:
         """Close the connection once in-flight calls finish. Safe to call twice."""
@@ -294,6 +338,18 @@ class LoopBoundSync(_SaverMixin):
         """Sync :meth:`adelete_thread`, from a thread other than the saver's loop."""
         self._sync(lambda: self.adelete_thread(thread_id))
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Sync :meth:`adelete_for_runs`, from a thread other than the saver's loop."""
+        self._sync(lambda: self.adelete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Sync :meth:`acopy_thread`, from a thread other than the saver's loop."""
+        self._sync(lambda: self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Sync :meth:`aprune`, from a thread other than the saver's loop."""
+        self._sync(lambda: self.aprune(thread_ids, strategy=strategy))
+
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -374,6 +430,30 @@ class AsyncTieredCheckpointSaver(LoopBoundSync, AsyncSqliteSaver):
         # AsyncSqliteSaver's version skips setup(), which opens our connection.
         await self.setup()
         await super().adelete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints the runs ``run_ids`` made, with their writes."""
+        await self._transaction(ops.sqlite_delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints and writes to a thread that has none yet."""
+        await self._transaction(ops.sqlite_copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep each namespace's latest checkpoint (``"keep_latest"``), or delete the
+        threads' checkpoints (``"delete"``); see ``checkpoint_ops``."""
+        await self._transaction(ops.sqlite_prune(thread_ids, strategy))
+
+    async def _transaction(self, statements: ops.Statements) -> None:
+        await self.setup()
+        async with self.lock, self.conn.cursor() as cur:
+            await cur.execute("BEGIN IMMEDIATE")
+            try:
+                await ops.arun(cur, statements)
+            except BaseException:
+                await self.conn.rollback()
+                raise
+            await self.conn.commit()
 
     async def aclose(self) -> None:
         """Close the connection once in-flight calls finish. Safe to call twice."""

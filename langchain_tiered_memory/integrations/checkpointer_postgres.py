@@ -12,6 +12,8 @@ rows with everything else, in the forget's transaction.
   ``AsyncPostgresSaver`` whose async pool opens on first use inside the running event loop
   (an async pool belongs to the loop that opened it).
 
+Both implement every method of ``BaseCheckpointSaver``, sync and async, with the optional
+``copy_thread``, ``delete_for_runs`` (``checkpoint_ops.py``) and ``prune`` (LangGraph's).
 Driver errors become our :class:`~langchain_tiered_memory.errors.StorageError` with the
 database's advice; ``TieredMemory.close()`` closes the pools.
 """
@@ -21,15 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..errors import ConfigError, MemoryClosedError, StorageError
+from ..errors import ConfigError, InvalidInputError, MemoryClosedError, StorageError
 from ..storage.postgres import postgres_missing
+from . import checkpoint_ops as ops
 
 try:  # the [postgres] extra
     import psycopg
@@ -89,9 +92,35 @@ class PostgresTieredCheckpointSaver(ThreadedAsync, PostgresSaver):
         except psycopg.Error as exc:
             raise self._db.connection_error(exc) from None
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints the runs ``run_ids`` made, with their writes and blobs."""
+        self._transaction(ops.pg_delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, writes and blobs to a thread that has none yet."""
+        self._transaction(ops.pg_copy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``PostgresSaver.prune``: keep each namespace's latest checkpoint (``"keep_latest"``),
+        or delete the threads' checkpoints (``"delete"``)."""
+        ids = ops.prune_arguments(thread_ids, strategy)
+        try:
+            super().prune(ids, strategy=strategy)
+        except NotImplementedError as exc:  # a thread with a DeltaChannel
+            raise _delta_refused(exc) from None
+
+    def _transaction(self, statements: ops.Statements) -> None:
+        with self._cursor() as cur, cur.connection.transaction():
+            ops.run(cur, statements)
+
     def close(self) -> None:
         """Stop serving; the pool closes with the memory's database. Safe to call twice."""
         self._closed.set()
+
+
+def _delta_refused(exc: NotImplementedError) -> InvalidInputError:
+    threads = str(exc).rpartition(": ")[2]
+    return ops.delta_refused(threads.split(", ") if threads else [])
 
 
 class _AsyncPoolState:
@@ -188,6 +217,27 @@ class AsyncPostgresTieredCheckpointSaver(LoopBoundSync, AsyncPostgresSaver):
     async def setup(self) -> None:
         """Open the pool in the running loop (first use) and create LangGraph's tables."""
         await self._ensure_open()
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints the runs ``run_ids`` made, with their writes and blobs."""
+        await self._transaction(ops.pg_delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, writes and blobs to a thread that has none yet."""
+        await self._transaction(ops.pg_copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``AsyncPostgresSaver.aprune``: keep each namespace's latest checkpoint
+        (``"keep_latest"``), or delete the threads' checkpoints (``"delete"``)."""
+        ids = ops.prune_arguments(thread_ids, strategy)
+        try:
+            await super().aprune(ids, strategy=strategy)
+        except NotImplementedError as exc:  # a thread with a DeltaChannel
+            raise _delta_refused(exc) from None
+
+    async def _transaction(self, statements: ops.Statements) -> None:
+        async with self._cursor() as cur, cur.connection.transaction():
+            await ops.arun(cur, statements)
 
     async def aclose(self) -> None:
         """Close the pool once in-flight calls finish. Safe to call twice."""

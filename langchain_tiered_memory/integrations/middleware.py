@@ -19,7 +19,7 @@ tool calls) journals the one extraction job of the turn. ``user_id`` and ``threa
 from ``config["configurable"]``. The agent's ``system_prompt`` is sent on top of the context
 and should fit ``MemoryConfig.system_reserve``.
 
-Needs the ``agents`` extra (``pip install 'langchain-tiered-memory[agents]'``).
+Needs LangChain v1 (``langchain>=1.0``), a dependency of the package.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides langchain
     raise ImportError(
-        "TieredMemoryMiddleware needs LangChain v1's agents (langchain>=1.0); install the "
-        "extra: pip install 'langchain-tiered-memory[agents]'"
+        "TieredMemoryMiddleware needs LangChain v1's agents (langchain>=1.0), a dependency of "
+        "langchain-tiered-memory: pip install 'langchain>=1.0'"
     ) from exc
 from langgraph.config import get_config
 from langgraph.runtime import Runtime

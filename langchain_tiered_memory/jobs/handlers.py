@@ -96,10 +96,13 @@ class JobHandlers:
         sources = [m for m in result.get("source_messages", []) if isinstance(m, str)]
         memories = [
             MemoryRow(
-                # Ids derived from the job: a replay after a crash stores nothing twice.
-                id=str(uuid.uuid5(_JOB_NAMESPACE, f"{job.key}\x1f{i}")),
+                # Ids derived from the job: a replay after a crash stores nothing twice; in
+                # the deployment's own namespace: another directory's job of the same key
+                # (its own "thread 2") mints other ids.
+                id=str(uuid.uuid5(self._storage.id_namespace(), f"{_JOB_NAMESPACE}\x1f{job.key}\x1f{i}")),
                 user_id=thread.user_id, content=m.content, memory_type=m.memory_type,
-                importance=m.importance, metadata={}, session_id=thread.thread_id,
+                importance=m.importance, metadata={"about": m.about} if m.about else {},
+                session_id=thread.thread_id,
                 source_messages=sources, created_at=self._clock().isoformat(),
                 updated_at=self._clock().isoformat(), last_accessed=self._clock().isoformat(),
                 access_count=0, boost=0.0, merged_from=[], valid_from=said,
@@ -191,7 +194,7 @@ class JobHandlers:
         started, ended = span if span else (self._clock().isoformat(),) * 2
         data = answer["episode"]
         row = EpisodeRow(
-            episode_id(thread.thread_id, last), thread.user_id, thread.thread_id, started, ended,
+            episode_id(thread.thread_id, last, self._storage.id_namespace()), thread.user_id, thread.thread_id, started, ended,
             data["summary"], list(data.get("decisions", [])), data.get("outcome", ""),
             list(data.get("topics", [])), first, last, self._clock().isoformat(),
         )

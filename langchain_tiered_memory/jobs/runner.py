@@ -29,6 +29,7 @@ leased by a process that no longer runs (or whose lease ran out) as ``stale``.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -36,6 +37,7 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
@@ -68,6 +70,28 @@ _POLL_SECONDS = 1.0
 _STALLED_SECONDS = 10.0
 # How often the background worker runs the periodic check (idle sessions).
 _PERIODIC_SECONDS = 30.0
+
+
+# Workers still running. At exit, the interpreter tears down native libraries (the ONNX
+# runtime's thread pools, the shard) while a daemon worker may still be inside one: C++'s
+# ``terminate called without an active exception`` and exit 134, seen with two memories on
+# one directory left unclosed. Each is stopped first, its running job left to finish.
+_running: weakref.WeakSet[JobRunner] = weakref.WeakSet()
+#: How long exit waits for a worker's running job (a model call may take longer: its job
+#: stays journaled and runs when the directory is opened again).
+EXIT_WAIT_SECONDS = 10.0
+
+
+@atexit.register
+def _stop_all_at_exit() -> None:
+    runners = list(_running)
+    for runner in runners:  # all told first: they stop together, not one after another
+        runner._stop.set()
+        runner._wake.set()
+    deadline = time.monotonic() + EXIT_WAIT_SECONDS
+    for runner in runners:
+        if runner._thread is not None:
+            runner._thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 class JobRunner:
@@ -122,10 +146,15 @@ class JobRunner:
         self._released = False
         if mode != "manual":
             self._release_dead_workers()
-        if mode == "background":
+
+    def start(self) -> None:
+        """Start the background worker (mode ``"background"``), once its owner is whole: the
+        worker calls the owner's upkeep, which must not find the owner half-built."""
+        if self.mode == "background" and self._thread is None:
             self._thread = threading.Thread(
                 target=self._loop, name="tiered-memory-jobs", daemon=True
             )
+            _running.add(self)
             self._thread.start()
 
     def notify(self) -> None:
@@ -221,12 +250,14 @@ class JobRunner:
                 wait = min(wait, deadline - now)
             self.sleep(min(max(wait, 0.005), 0.5))
 
-    def close(self) -> None:
-        """Stop the worker; a job it is running finishes first."""
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop the worker; a job it is running finishes first (``timeout``: how long to
+        wait for it)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=timeout)
+        _running.discard(self)
 
     # --- internals --------------------------------------------------------------------
 

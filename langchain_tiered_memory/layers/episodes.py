@@ -32,9 +32,11 @@ _NAMESPACE = uuid.UUID("6f1d7c62-3a55-4c1e-9a49-5b1f0e2d8a11")
 _CANDIDATES = 50
 
 
-def episode_id(thread_id: str, last_seq: int) -> str:
-    """The id of the episode ending at ``last_seq``: the same however often it is written."""
-    return str(uuid.uuid5(_NAMESPACE, f"{thread_id}\x1f{last_seq}"))
+def episode_id(thread_id: str, last_seq: int, namespace: uuid.UUID = _NAMESPACE) -> str:
+    """The id of the episode ending at ``last_seq``: the same however often it is written,
+    in the deployment's ``namespace`` (:meth:`~..storage.Storage.id_namespace`): another
+    directory's thread of the same id mints another."""
+    return str(uuid.uuid5(namespace, f"{_NAMESPACE}\x1f{thread_id}\x1f{last_seq}"))
 
 
 @dataclass(frozen=True)

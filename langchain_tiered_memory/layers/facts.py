@@ -40,6 +40,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ..index.points import Candidate
 from ..index.recall_index import RecallIndex
 from ..storage.rows import MemoryRow, Unit
+from .fact_rows import entry_of, unit
 from .recall_counts import PendingRecalls
 
 if TYPE_CHECKING:
@@ -55,21 +56,6 @@ CANDIDATES = 50
 # Records read per round when ranking: a few more than a search usually returns.
 _READ_BATCH = 8
 _LIST_LIMIT = 1_000
-
-
-def entry_of(row: MemoryRow) -> MemoryEntry:
-    """The :class:`MemoryEntry` of a stored row (the value type knows nothing of storage)."""
-    return MemoryEntry(
-        id=row.id, content=row.content, memory_type=row.memory_type,  # type: ignore[arg-type]
-        user_id=row.user_id, session_id=row.session_id, importance=row.importance,
-        boost=min(row.boost, 1.0), created_at=datetime.fromisoformat(row.created_at),
-        updated_at=datetime.fromisoformat(row.updated_at),
-        last_accessed=datetime.fromisoformat(row.last_accessed), access_count=row.access_count,
-        metadata=row.metadata, merged_from=row.merged_from,
-        source_message_ids=row.source_messages, valid_from=datetime.fromisoformat(row.valid_from),
-        valid_to=datetime.fromisoformat(row.valid_to) if row.valid_to else None,
-        superseded_by=row.superseded_by,
-    )
 
 
 @dataclass(frozen=True)
@@ -484,15 +470,6 @@ class FactLayer:
         self.recalls.write()
         rows = self._storage.memories.page(user_id, types, limit, offset, include_superseded=include_superseded)
         return [entry_of(r) for r in rows]
-
-
-def unit(row: MemoryRow) -> Unit:
-    """The index unit of a memory."""
-    return Unit(
-        id=row.id, user_id=row.user_id, grain="fact", text=row.content, at=row.valid_from,
-        fields={"memory_type": row.memory_type, "importance": row.importance,
-                "current": 1 if row.valid_to is None else 0},
-    )
 
 
 def _rank_key(s: Scored) -> tuple[float, str, str]:

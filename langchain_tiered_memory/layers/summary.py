@@ -65,9 +65,27 @@ class SummaryLayer:
             text = compress(text, self.max_tokens).strip()
             tokens = self._counter.count_text(text)
         if tokens > self.max_tokens:
-            text = self._counter.truncate_text(text, self.max_tokens)
+            text = self._whole_lines(text, self.max_tokens)
             tokens = self._counter.count_text(text)
         return SummaryUpdate(text, tokens, first_seq, last_seq)
+
+    def _whole_lines(self, text: str, max_tokens: int) -> str:
+        """The first lines of ``text`` that fit ``max_tokens`` whole: a summary cut to its
+        room never ends mid-item ("- Layers: A light waterproof"). Only a first line too long
+        alone is cut, at a word, with an ellipsis."""
+        kept: list[str] = []
+        for line in text.splitlines():
+            if self._counter.count_text("\n".join([*kept, line])) > max_tokens:
+                break
+            kept.append(line)
+        while kept and not kept[-1].strip():
+            kept.pop()
+        if kept:
+            return "\n".join(kept)
+        cut = self._counter.truncate_text(text, max(max_tokens - 1, 1)).rstrip()
+        if " " in cut:
+            cut = cut.rsplit(" ", 1)[0]
+        return (cut + "…") if self._counter.count_text(cut + "…") <= max_tokens else cut
 
     def section(self, request: SectionRequest, max_tokens: int) -> ContextSection | None:
         """The running summary, cut to the room left if need be."""
@@ -80,6 +98,6 @@ class SummaryLayer:
         text = quoted_lines(row.text)
         tokens = self._counter.count_text(text)
         if tokens > max_tokens:
-            text = self._counter.truncate_text(text, max_tokens)
+            text = self._whole_lines(text, max_tokens)
             tokens = self._counter.count_text(text)
         return ContextSection(self.name, text, tokens) if text else None

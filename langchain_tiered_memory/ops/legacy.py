@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..layers.entities import name_key
-from ..layers.facts import entry_of
+from ..layers.fact_rows import entry_of
 from ..entries import MemoryEntry
 from ..errors import InvalidInputError, ShardLockedError, VectorStoreError
 from ..storage.message_format import read_message

@@ -128,7 +128,7 @@ class _Target:
 
 
 def _copy_records(source: Storage, target: Storage, step: Progress, report: MigrationReport) -> None:
-    claim_target(target.db, source.location)
+    claim_target(target.db, source.location, str(source.id_namespace()))
     before = row_counts(source.db)
     step("records", sum(before.values()), 0)
     copy_tables(source.db, target.db, lambda table, n: step("records", 0, n))

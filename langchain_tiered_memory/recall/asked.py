@@ -14,13 +14,8 @@ from functools import cached_property
 
 from ..text.sentences import is_question
 
-__all__ = ["ASKING", "OTHER_SPEAKER", "Asked", "words_of"]
+__all__ = ["Asked", "words_of"]
 
-#: What relevance keeps when said by the other side of a question's speaker.
-OTHER_SPEAKER = 0.8
-#: What relevance keeps, for a question, when the evidence is all questions too (a window
-#: half made of questions keeps half of the loss).
-ASKING = 0.6
 _FIRST_PERSON = re.compile(r"\b(i|me|my|mine|myself|we|us|our|ours)\b|\bthe user\b", re.IGNORECASE)
 _SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[\w'’-]+")
@@ -28,10 +23,16 @@ _WORDS = re.compile(r"[\w'’-]+")
 
 @dataclass(frozen=True)
 class Asked:
-    """Who a question is about, and when it is asked."""
+    """Who a question is about, who asks it, and when it is asked.
+
+    ``query`` is the text asked (a speaker written in front of it taken off: see
+    :mod:`..text.speakers`); ``speaker`` is who says it, when the query names its speaker
+    ("Caroline: I finally…"), else ``None``.
+    """
 
     query: str
     at: datetime
+    speaker: str | None = None
 
     @cached_property
     def words(self) -> set[str]:
@@ -49,25 +50,21 @@ class Asked:
     def _yours(self) -> bool:
         return bool(_SECOND_PERSON.search(self.query))
 
-    def against(self, asks: object, relevance: float) -> float:
-        """``relevance`` of evidence whose lines are questions in the share ``asks`` (0..1),
-        for this query: less, when the query is a question too."""
-        if not isinstance(asks, (int, float)) or asks <= 0 or not self.is_question:
-            return relevance
-        return relevance * (1.0 - (1.0 - ASKING) * min(1.0, float(asks)))
-
-    def by(self, speaker: str | None, relevance: float) -> float:
-        """``relevance`` as who said it makes it: less from the other side of a first- (or
-        second-) person question."""
+    def other_side(self, speaker: str | None) -> bool:
+        """Whether ``speaker`` is the other side of a first- (or second-) person question:
+        the assistant, for a question about what *I* said (the user, for one about *you*)."""
         if speaker in ("user", "assistant"):
-            if self._mine != self._yours and (speaker == "assistant") == self._mine:
-                return relevance * OTHER_SPEAKER
-        return relevance
+            return self._mine != self._yours and (speaker == "assistant") == self._mine
+        return False
+
+    def said_by(self, speaker: str | None) -> bool:
+        """Whether ``speaker`` is who says the query (a named speaker written in front of it)."""
+        return speaker is not None and self.speaker is not None and speaker.casefold() == self.speaker.casefold()
 
     def names(self, speaker: str | None) -> bool:
         """Whether the question names ``speaker`` (a person, not ``user``/``assistant``), by
         full name or first name."""
-        if speaker is None or speaker in ("user", "assistant"):
+        if speaker is None or speaker in ("user", "assistant") or self.said_by(speaker):
             return False
         return speaker.casefold() in self.words or speaker.split()[0].casefold() in self.words
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..backends.bm25 import content_words
 from ..backends.filters import iso
 from .dates import tells_current, told_of
+from ..text.disclosure import discloses as discloses_of
 from ..text.sentences import only_asks, sentences_of
 from ..text.vocatives import unaddressed
 from ..storage.message_format import decode, said
@@ -119,9 +120,11 @@ class DialogueLayer:
             asks = round(sum(line.asks for line in own) / len(own), 2) if own else 0.0
             people = [line for line in own if line.speaker != "assistant"]
             news = round(sum(line.tells_current for line in people) / len(people), 2) if people else 0.0
+            # What the people say of their own state, goal, value or causes (text/disclosure.py).
+            discloses = round(sum(discloses_of(line.text) for line in people) / len(people), 2) if people else 0.0
             # A span whose messages were all tool calls or system text has nothing to find.
             words = len(content_words(" ".join(line.text for line in own)))
-            fields: dict[str, Any] = {"current": 1, "asks": asks, "news": news, "words": words}
+            fields: dict[str, Any] = {"current": 1, "asks": asks, "news": news, "words": words, "discloses": discloses}
             told = told_of(own[0].text, own[0].at) if u.grain == "turn" and own else None
             if told is not None:
                 # The time the message tells of: a question naming it finds it (:mod:`.layer`).

@@ -41,8 +41,9 @@ from ..index.recall_index import RecallIndex
 from .evidence import Evidence as Evidence  # re-exported: what recall returns
 from .quotes import Neighbours, quote_evidence
 from .asked import Asked, words_of
-from .ranking import TIME_SLACK, Hit, Ranker
+from .ranking import FUTURE_SLACK, TIME_SLACK, Hit, Ranker
 from ..text.sentences import sentences_of
+from ..text.speakers import written_speaker
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
@@ -59,11 +60,13 @@ __all__ = ["DEFAULT_GRAINS", "Evidence", "RecallLayer"]
 #: (:mod:`.ranking`), so ten hits name ten turns; windows are searched when asked for.
 DEFAULT_GRAINS: tuple[str, ...] = ("fact", "turn")
 #: Candidates per retrieval leg: at least ``CANDIDATES``, ``CANDIDATES_PER_RESULT`` per
-#: result asked for. On LoCoMo, 35 per leg for the context's 35 results quoted as much
-#: evidence as 70 (0.895 and 0.892) and made before_turn faster; for recall()'s 10, 20, 30
-#: and 40 per leg ranked alike (R@10 0.783-0.786). The neighbours of the best candidates are
-#: read besides (:mod:`.ranking`), so a thin pool still reaches the turns around a match.
-CANDIDATES = 30
+#: result asked for. The fitted model ranks what the legs bring, so the pool is what bounds
+#: it: with 30 per leg, 0.91 of LoCoMo's evidence and 0.60 of LoCoMo-Plus's cues were in
+#: the pool, with 50 (and the neighbours of the best) 0.94 and 0.67 (cross-validated R@10
+#: 0.796 → 0.789 on LoCoMo, within noise; hit@10 0.51 → 0.63 on the cues). The neighbours of
+#: the best candidates are read besides (:mod:`.ranking`), so a thin pool still reaches the
+#: turns around a match.
+CANDIDATES = 50
 CANDIDATES_PER_RESULT = 1
 #: The table whose rows are the units of each grain.
 _TABLES = {"fact": "memories", "turn": "units", "window": "units", "session": "episodes"}
@@ -135,13 +138,21 @@ class RecallLayer:
     ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
+        # A query written "Caroline: I finally…" is a message Caroline says: she is who asks,
+        # not whom it asks about (text/speakers.py).
+        speaker = None
+        written = written_speaker(query)
+        if written is not None:
+            speaker, query = written
+        # What was said after the question was asked is not known yet (a day's slack: clocks).
+        said_until = at + FUTURE_SLACK
         # The speakers a question names are matched by who said a turn (ranking), not by its
         # words: in the embedding a name pulls every short turn that says it ("Go get 'em,
         # Jon!") towards the question, and in BM25 it matches every line that names or
         # addresses that person and every line they said (each turn's text begins with its
         # speaker). On LoCoMo, leaving the names to the ranking in both legs raised R@10
-        # 0.793 -> 0.803 and R@5 0.699 -> 0.725 (with NAMED_SPEAKER 0.5).
-        unnamed = self.embedded_text(user_id, query)
+        # 0.793 -> 0.803 and R@5 0.699 -> 0.725 (last round's hand-set ranking).
+        unnamed = _unnamed(query, self._speakers(user_id))
         vector = self._index.embed_query(unnamed)
         limit = max(CANDIDATES, CANDIDATES_PER_RESULT * k)
         # The time a question names, not the one a statement tells of (see dates.asked_part).
@@ -149,9 +160,10 @@ class RecallLayer:
 
         def where(
             start: datetime | None, end: datetime | None, news: bool = False,
-            told: tuple[datetime, datetime] | None = None,
+            told: tuple[datetime, datetime] | None = None, discloses: bool = False,
         ) -> Where:
-            return self._index.where(user_id, grains, since=start, until=end, news=news, told=told)
+            return self._index.where(user_id, grains, since=start, until=end, news=news, told=told,
+                                     said_until=said_until, discloses=discloses)
 
         # Every search of the question goes to the index in one batch.
         probes = [Probe(unnamed, vector, where(since, until), limit)]
@@ -166,6 +178,11 @@ class RecallLayer:
             # What tells of a change or of the present ("setting up my new OnePlus"), however
             # far its words are from the question's ("which handset do I have now?").
             probes.append(Probe(unnamed, vector, where(since, until, news=True), limit))
+        # What states a speaker's state, goal, value or a cause (text/disclosure.py): a later
+        # message leans on it without sharing its words ("I ended up volunteering, and now
+        # I'm overwhelmed" on "since I learned to say no I'm less stressed"), so its nearest
+        # are searched among such statements too, not only among everything said.
+        probes.append(Probe(unnamed, vector, where(since, until, discloses=True), limit))
         direct = len(probes)
         for relation, name in self._linked_names(user_id, query):
             # The second hop: the same question about the person the relation names (in a
@@ -191,16 +208,17 @@ class RecallLayer:
                 if best is None or (n >= direct and _strength(c) > _strength(best)):
                     found[c.id] = c
         return self._ranker.rank(
-            user_id, list(found.values()), k, now, named, Asked(query, at), (window, since, until),
+            user_id, list(found.values()), k, now, named, Asked(query, at, speaker), (window, since, until, said_until),
             lambda ids: self._index.cosines(ids, vector),
             lambda ids: best_sentences(self._storage.units.sentences(ids), vector),
         )
 
     def embedded_text(self, user_id: str, query: str) -> str:
-        """What ``query`` is embedded as for ``user_id``: without the names of the user's
-        speakers (see :meth:`_search`). The episodes section embeds the same text, so a
-        turn's query is embedded once."""
-        return _unnamed(query, self._speakers(user_id))
+        """What ``query`` is embedded as for ``user_id``: without a speaker written in front
+        of it, nor the names of the user's speakers (see :meth:`_search`). The episodes
+        section embeds the same text, so a turn's query is embedded once."""
+        written = written_speaker(query)
+        return _unnamed(written[1] if written is not None else query, self._speakers(user_id))
 
     def _speakers(self, user_id: str) -> frozenset[str]:
         """The user's named speakers (cached a few seconds: read on the latency path)."""

@@ -60,6 +60,7 @@ class _Passage:
     matched: list[int] = field(default_factory=list)  # seqs of matching turns, best first
     tokens: int = 0
     at: datetime | None = None  # when its newest line was said
+    sources: frozenset[str] = frozenset()  # a fact's source messages
 
     def stamps(self) -> list[tuple[int, bool]]:
         """Each line's seq, in order, and whether it carries its date: the first line, and
@@ -132,7 +133,8 @@ def quote_evidence(
         if e.grain in ("fact", "session"):
             date = f"{e.at:%Y-%m-%d}"
             label = date if e.grain == "fact" else f"{date}, session"
-            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()), at=e.at)
+            p = _Passage(head=f"- [{label}] " + " ".join(e.text.split()), at=e.at,
+                         sources=frozenset(e.message_ids) if e.grain == "fact" else frozenset())
             p.tokens = cost(p)
             if used + p.tokens <= budget:
                 passages.append(p)
@@ -171,6 +173,14 @@ def quote_evidence(
         return None
     if neighbours is not None:
         used = _add_neighbours(passages, present, budget, used, cost, neighbours)
+    # A fact drawn from messages quoted whole says again what they say, in other words.
+    whole = {line.message_id for p in passages for seq, line in p.lines.items()
+             if seq not in p.context or len(line.text) <= NEIGHBOUR_CHARS}
+    repeated = [p for p in passages if p.sources and p.sources <= whole]
+    if repeated:
+        said_again = {p.sources for p in repeated}
+        passages = [p for p in passages if p not in repeated]
+        shown = [e for e in shown if not (e.grain == "fact" and frozenset(e.message_ids) in said_again)]
     while True:
         newest_first = sorted(passages, key=lambda p: p.at or _EPOCH, reverse=True)
         text = "\n".join(line for p in newest_first for line in p.render())

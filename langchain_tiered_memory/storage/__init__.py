@@ -13,6 +13,7 @@ database implements :class:`~.database.Database` and keeps every layer.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -115,6 +116,28 @@ class Storage:
         # ``rekeep=False``: a memory that only looks leaves the eviction order as stored.
         if rekeep and self.memories.keep_decay() != decay:
             self.memories.rekeep_all()
+        self._id_namespace: uuid.UUID | None = None
+
+    def id_namespace(self) -> uuid.UUID:
+        """This deployment's namespace for the ids it derives (extracted memories, episodes).
+
+        Derived ids make a replayed job store nothing twice; a random namespace per database
+        (made on first use, kept in ``meta``, carried by ``migrate``) makes two directories
+        mint different ids for their own "thread 2", so a user moved between them collides
+        with no one.
+        """
+        if self._id_namespace is None:
+            with self.db.read() as tx:
+                value = tx.scalar("SELECT value FROM meta WHERE key = 'id_namespace'")
+            if value is None:
+                with self.db.write() as tx:
+                    tx.execute(
+                        "INSERT INTO meta (key, value) VALUES ('id_namespace', ?) ON CONFLICT(key) DO NOTHING",
+                        (str(uuid.uuid4()),),
+                    )
+                    value = tx.scalar("SELECT value FROM meta WHERE key = 'id_namespace'")
+            self._id_namespace = uuid.UUID(str(value))
+        return self._id_namespace
 
     @classmethod
     def open(

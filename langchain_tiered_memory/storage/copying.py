@@ -8,7 +8,8 @@ again and continues, and never writes a row twice. Three things are not copied v
   units are marked for
   the target's index (a memory as "to be rewritten", so it never merges again);
 - ``forget_ops`` (point deletions owed to the source's index) mean nothing to a new index;
-- ``meta`` and the schema marker belong to each database.
+- ``meta`` and the schema marker belong to each database (but for ``id_namespace``, which
+  the copy carries on).
 
 Entity search text is indexed again by the target's own full-text search.
 """
@@ -58,9 +59,10 @@ class TableCopy:
     written: int
 
 
-def claim_target(target: Database, source: str) -> None:
+def claim_target(target: Database, source: str, id_namespace: str | None = None) -> None:
     """Mark ``target`` as the copy of ``source`` — refused (``InvalidInputError``) when it
-    holds records and is not already that copy, so a copy never mixes two memories."""
+    holds records and is not already that copy, so a copy never mixes two memories. The
+    source's ``id_namespace`` goes with it: the copy goes on minting the source's ids."""
     with target.write() as tx:
         marked = tx.scalar("SELECT value FROM meta WHERE key = 'copied_from'")
         if marked == source:
@@ -72,6 +74,12 @@ def claim_target(target: Database, source: str) -> None:
                 "copy into an empty database, or forget what it holds first"
             )
         tx.execute("INSERT INTO meta (key, value) VALUES ('copied_from', ?)", (source,))
+        if id_namespace is not None:
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('id_namespace', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (id_namespace,),
+            )
 
 
 def row_counts(db: Database) -> dict[str, int]:

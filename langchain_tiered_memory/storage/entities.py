@@ -8,6 +8,7 @@ for full-text search, each database its own way (``text_search.py``: FTS5 on SQL
 
 from __future__ import annotations
 
+from ..vocabulary import MANY_VALUED_ATTRIBUTES, VALUE_SEPARATOR
 from .database import Database, Tx, chunks
 from .rows import AttributeRow, EntityRow, EntityUpdate
 
@@ -87,6 +88,8 @@ def upsert_entity(tx: Tx, user_id: str, thread_id: str, update: EntityUpdate, no
     )
     for key, value in update.attributes.items():
         old = current.get(key)
+        if old is not None and key.casefold() in MANY_VALUED_ATTRIBUTES:
+            value = joined_values(old, value)
         if old is not None and old.casefold() == value.casefold():
             continue  # learned again, not changed: history records changes only
         if old is not None:
@@ -101,6 +104,18 @@ def upsert_entity(tx: Tx, user_id: str, thread_id: str, update: EntityUpdate, no
             (entity_id, key, value, now, thread_id, update.source_message),
         )
     refresh_search_text(tx, entity_id)
+
+
+def joined_values(old: str, new: str) -> str:
+    """A many-valued attribute's items with the new ones added, each once, in the order
+    learned (``"flying, crowded places"`` + ``"mushrooms"``)."""
+    items = [i.strip() for i in old.split(VALUE_SEPARATOR.strip()) if i.strip()]
+    seen = {i.casefold() for i in items}
+    for item in (i.strip() for i in new.split(VALUE_SEPARATOR.strip())):
+        if item and item.casefold() not in seen:
+            seen.add(item.casefold())
+            items.append(item)
+    return VALUE_SEPARATOR.join(items)
 
 
 def refresh_search_text(tx: Tx, entity_id: int) -> None:

@@ -34,6 +34,7 @@ from langchain_core.messages import (
 )
 
 from ..errors import InvalidMessageError
+from ..text.speakers import written_speaker
 
 __all__ = [
     "MAX_MESSAGE_ID",
@@ -47,6 +48,8 @@ __all__ = [
     "read_messages",
     "said",
     "speaker",
+    "speaker_name",
+    "spoken",
 ]
 
 logger = logging.getLogger("langchain_tiered_memory")
@@ -194,8 +197,21 @@ def named(stored: Mapping[str, Any]) -> str | None:
 
 
 def name_of(message: BaseMessage) -> str | None:
-    """:func:`named` of a message not yet stored."""
-    return _plain_name(message.name)
+    """:func:`speaker_name` of a message not yet stored: its ``name``, else one written in
+    front of its text."""
+    return spoken(message)[0]
+
+
+def spoken(message: BaseMessage) -> tuple[str | None, str]:
+    """A message's speaker's name (``None``: it names none) and its text, a speaker written
+    in front of the text taken off (as :func:`said` reads a stored message)."""
+    text = message_text(message)
+    name = _plain_name(message.name)
+    if name is None and speaker(message) in ("user", "assistant"):
+        written = written_speaker(text)
+        if written is not None:
+            return written
+    return name, text
 
 
 def _plain_name(name: object) -> str | None:
@@ -207,7 +223,9 @@ def _plain_name(name: object) -> str | None:
 def said(stored: dict[str, Any]) -> tuple[str, str]:
     """Who said a stored message and its text. A plain text message is read from its dict
     (building the message object is most of the cost of quoting evidence); anything else
-    (content blocks, tool calls) through langchain-core."""
+    (content blocks, tool calls) through langchain-core. A speaker written in front of the
+    text ("Caroline: I went…", with no ``name``) is read as its named speaker, and the text
+    as what follows (:mod:`..text.speakers`)."""
     fields = stored.get("data") or {}
     content = fields.get("content")
     if stored.get("type") in _PLAIN and isinstance(content, str) and not fields.get("tool_calls"):
@@ -216,7 +234,24 @@ def said(stored: dict[str, Any]) -> tuple[str, str]:
         message = messages_from_dict([stored])[0]
         who, text = speaker(message), message_text(message)
     # A named speaker (two people talking, an imported chat) is named: questions do.
-    return named(stored) or who, text
+    name = named(stored)
+    if name is not None:
+        return name, text
+    if who in ("user", "assistant"):
+        written = written_speaker(text)
+        if written is not None:
+            return written
+    return who, text
+
+
+def speaker_name(stored: dict[str, Any]) -> str | None:
+    """The name of a stored message's speaker: its ``name``, else one written in front of
+    its text (:func:`said`); ``None`` when it names none."""
+    name = named(stored)
+    if name is not None:
+        return name
+    who, _ = said(stored)
+    return None if who in _SPEAKERS.values() else who
 
 
 def brief_error(exc: BaseException, limit: int = 300) -> str:

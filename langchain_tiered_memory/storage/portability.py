@@ -78,6 +78,11 @@ class Portability:
                     raise InvalidInputError(
                         f"memory id {m['id']!r} is already used in {location}; import into another data dir"
                     )
+            for e in data.get("episodes", ()):
+                if tx.one("SELECT 1 FROM episodes WHERE id = ?", (e["id"],)):
+                    raise InvalidInputError(
+                        f"episode id {e['id']!r} is already used in {location}; import into another data dir"
+                    )
             for item in data.get("store_items", ()):
                 if tx.one("SELECT 1 FROM store_items WHERE ns_path = ? AND key = ?",
                           (ns_path(item["namespace"]), item["key"])):

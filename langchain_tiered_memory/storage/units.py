@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .database import Database, Tx, chunks
 from .marks import Indexed
-from .message_format import decode, named
+from .message_format import decode, speaker_name
 
 #: Messages per window unit, and the step between windows.
 WINDOW = 4
@@ -58,10 +58,11 @@ def unit_id(thread_key: int, grain: str, first_seq: int) -> str:
 
 
 def speaker_of(kind: str, data: str) -> str | None:
-    """Who said a stored message: its ``name`` (a named speaker), else ``user``/``assistant``."""
+    """Who said a stored message: its speaker's name (``name``, or written in front of its
+    text), else ``user``/``assistant``."""
     if kind not in SPOKEN:
         return None
-    return named(decode(data)) or ("user" if kind == "human" else "assistant")
+    return speaker_name(decode(data)) or ("user" if kind == "human" else "assistant")
 
 
 def add_units(tx: Tx, user_id: str, thread_key: int, stored: Sequence[tuple[int, str, str, str | None]]) -> int:

@@ -99,6 +99,16 @@ def _strip_possessive(word: str) -> str:
     return word[:-2] if word.endswith("'s") else word
 
 
+# Words that open a sentence by grammar (a question, a pronoun, a greeting): never the first
+# word of a name, though capitalised there.
+_OPENERS = frozenset(
+    "is are was were do does did can could should would will shall may might must have has had what "
+    "where when why how who which whose my our your his her their i we you they he she it there here so "
+    "and but or if then also just please let maybe perhaps hey hi hello thanks yes no ok okay well oh "
+    "any anyone anything some every".split()
+)
+
+
 def proper_spans(sentence: str) -> list[Span]:
     """Runs of capitalised words in ``sentence`` (``New York``, ``Bank of America``)."""
     found = list(_TOKEN.finditer(sentence))
@@ -120,6 +130,9 @@ def proper_spans(sentence: str) -> list[Span]:
     while i < len(tokens):
         if not _is_cap(tokens[i]):
             i += 1
+            continue
+        if (i == 0 or any(c in gaps[i] for c in ':;"([')) and tokens[i].lower() in _OPENERS:
+            i += 1  # "Is Sintra worth it?": the capital of "Is" is grammar; "Sintra" a name
             continue
         j = i + 1
         while j < len(tokens) and joined[j]:

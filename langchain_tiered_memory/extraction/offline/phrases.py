@@ -67,11 +67,22 @@ _NOT_AN_OBJECT = re.compile(
 )
 
 
+_CLAUSE_END = re.compile(
+    r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because|that's\s+why|which\s+is\s+why|any|anything|anyone|"
+    r"what|how|where|when|who|which|why|could|can|would|should|will|do|does|did|is|are|was|were|i|i'm|"
+    r"i've|i'd|we|you|it|it's|that|this|there|please|thanks|thank|btw|by\s+the\s+way|though|right|"
+    r"ok|okay|maybe|just|also|honestly|really)\b",
+    re.IGNORECASE,
+)
+
+
 def object_phrase(text: str, max_words: int = 12) -> str | None:
     """The object phrase at the start of ``text``: up to a sub-clause, fillers trimmed, at
     most ``max_words`` words and never ending on a word that ends nothing ("… and")."""
     text = _SUB_CLAUSE.sub("", text.strip())
-    text = re.split(r"[.!?;:()\"]|,\s+(?:and\s+)?(?:but|so|because|that's\s+why|which\s+is\s+why)\b", text)[0]
+    # A value ends where its clause does: at a comma that opens another clause ("Japanese,
+    # any idea for Saturday?" is a cuisine and a question).
+    text = re.split(_CLAUSE_END, text)[0]
     text = _TRAILING_FILLER.sub("", text).strip(" ,-")
     words = text.split()
     if not words or PRONOUN_OBJECT.match(text) or _NOT_AN_OBJECT.match(text):

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
 
-from ..messages import message_text, speaker
+from ..messages import speaker, spoken
 from ..schema import TurnExtraction
 from ...vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .changes import changes
+from .disclosures import disclosure
 from .entities import proper_spans, span_type
 from .patterns import (
     ADDRESSED,
@@ -108,6 +109,7 @@ IMPORTANCE: dict[str, float] = {
     "pastime": 0.6,
     "possession": 0.6,
     "self": 0.6,
+    "disclosure": 0.6,
 }
 
 
@@ -118,7 +120,7 @@ class _Found:
     user_name: str | None = None
     user_attrs: dict[str, str] = field(default_factory=dict)
     entities: dict[str, tuple[str, str, dict[str, str]]] = field(default_factory=dict)
-    memories: list[tuple[str, str, float, str | None, str | None]] = field(default_factory=list)
+    memories: list[tuple[str, str, float, str | None, str | None, str | None]] = field(default_factory=list)
 
     def entity(self, name: str, type_: str, **attrs: str) -> None:
         key = name.casefold()
@@ -130,11 +132,12 @@ class _Found:
             self.entities[key] = (name, type_, dict(attrs))
 
     def memory(
-        self, content: str, memory_type: str, kind: str, subject: str | None = None, replaces: str | None = None
+        self, content: str, memory_type: str, kind: str, subject: str | None = None, replaces: str | None = None,
+        about: str | None = None,
     ) -> None:
         statement = as_statement(content)
         if statement:
-            self.memories.append((statement, memory_type, IMPORTANCE[kind], subject, replaces))
+            self.memories.append((statement, memory_type, IMPORTANCE[kind], subject, replaces, about))
 
     def add_attr(self, key: str, value: str, *, join: bool = False) -> None:
         old = self.user_attrs.get(key)
@@ -210,7 +213,7 @@ class _Rules:
         probe.clause("I " + what)
         said = to_third_person("I " + what)
         content = "The user no longer " + said[len("the user "):] if said.startswith("the user ") else None
-        for _, memory_type, _, subject, _ in probe.found.memories:
+        for _, memory_type, _, subject, *_ in probe.found.memories:
             if subject and content:
                 mem(content, memory_type, "self", subject)
         for key, value in probe.found.user_attrs.items():
@@ -412,7 +415,8 @@ class _Rules:
 
 
 def _human_texts(messages: Sequence[BaseMessage]) -> list[str]:
-    return [message_text(m)[:MAX_OFFLINE_CHARS] for m in messages if speaker(m) == "user"]
+    # What the user said, a speaker written in front of it ("Caroline: …") taken off.
+    return [spoken(m)[1][:MAX_OFFLINE_CHARS] for m in messages if speaker(m) == "user"]
 
 
 def extract_rules(
@@ -422,9 +426,16 @@ def extract_rules(
     canon = {name.casefold(): name for name in known_entities}
     rules = _Rules(canon)
     sentences = [s for text in _human_texts(messages) for s in split_sentences(text)]
-    for sentence in sentences:
-        rules.sentence(sentence)
     found = rules.found
+    for sentence in sentences:
+        kept = len(found.memories)
+        rules.sentence(sentence)
+        # What the user says of their own state, goal, value or causes, kept whole as a
+        # statement with its source turn: a later message may lean on it without its words.
+        # A sentence a clause rule already kept ("remember that …", a dislike) is not kept twice.
+        if len(found.memories) == kept and (statement := disclosure(sentence)) is not None:
+            content, memory_type, about = statement
+            found.memory(content, memory_type, "disclosure", about=about)
 
     entities: list[dict[str, object]] = []
     taken: set[str] = set()
@@ -465,8 +476,8 @@ def extract_rules(
 
     memories = [
         {"content": content, "memory_type": memory_type, "importance": importance, "subject": subject,
-         "replaces": replaces}
-        for content, memory_type, importance, subject, replaces in found.memories
+         "replaces": replaces, "about": about}
+        for content, memory_type, importance, subject, replaces, about in found.memories
     ]
     return TurnExtraction.model_validate({"entities": entities, "memories": memories, "method": "rules"})
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from ..messages import message_text, name_of, speaker
+from ..messages import message_text, name_of, speaker, spoken
 from ..arguments import check_tokens
 from ..schema import EpisodeExtraction
 from ...tokens import TiktokenCounter, TokenCounter
@@ -109,8 +109,11 @@ def _units(messages: Sequence[BaseMessage], counter: TokenCounter) -> list[_Unit
         label = speaker(message)
         if label not in ("user", "assistant"):
             continue  # system prompts and tool output are not conversation
-        who = _name(message) or label
-        for sentence in split_sentences(message_text(message)[:MAX_OFFLINE_CHARS]):
+        # A speaker written in front of the text ("Caroline: I went…") labels the line and
+        # leaves the text, as a ``name`` would: never "Caroline: Caroline: …".
+        written, text = spoken(message)
+        who = (written or "")[:MAX_NAME_CHARS] or label
+        for sentence in split_sentences(text[:MAX_OFFLINE_CHARS]):
             raw.append((label, who, sentence))
     units = []
     for pos, (label, who, sentence) in enumerate(raw):
