@@ -111,9 +111,19 @@ def nb01() -> list[Cell]:
 
             from langchain_tiered_memory import MemoryConfig, TieredChatMessageHistory, TieredMemory
 
+            try:  # the real ConversationBufferMemory, when langchain-classic is installed
+                from langchain_classic.memory import ConversationBufferMemory
+            except ImportError:
+                ConversationBufferMemory = None
+
             # LangChain marks the legacy chat-history API deprecated (removal in langchain-core
-            # 2.0); this notebook is about the code that still uses it, so the warnings are muted.
-            warnings.filterwarnings("ignore", category=LangChainDeprecationWarning)
+            # 2.0); this notebook is about the code that still uses it, so those warnings, and
+            # only those, are muted. After importing langchain-classic: its import turns
+            # LangChain's deprecation warnings back on, ahead of any filter set before it.
+            warnings.filterwarnings(
+                "ignore", category=LangChainDeprecationWarning,
+                message=r".*\\b(ConversationBufferMemory|InMemoryChatMessageHistory|RunnableWithMessageHistory)\\b",
+            )
             """
         ),
         md(
@@ -169,19 +179,17 @@ def nb01() -> list[Cell]:
             real class when `langchain-classic` is installed; when it is not, it uses the same
             `InMemoryChatMessageHistory` directly, which sends exactly the same messages.
 
-            **After**: `TieredChatMessageHistory(memory, user_id, session_id)`, a `BaseChatMessageHistory`
-            whose `messages` is the budgeted view. The model here has a 2,000-token window;
+            **After**: `TieredChatMessageHistory(memory, user_id, session_id, with_memory=True)`, a
+            `BaseChatMessageHistory` whose `messages` is the budgeted view with the memory block. The model here has a 2,000-token window;
             300 tokens are kept for its answer, so the context budget is 1,700 tokens.
             """
         ),
         code(
             """
-            try:
-                from langchain_classic.memory import ConversationBufferMemory
-
+            if ConversationBufferMemory is not None:
                 buffer = ConversationBufferMemory(return_messages=True).chat_memory
                 print("before: langchain_classic.memory.ConversationBufferMemory")
-            except ImportError:
+            else:
                 buffer = InMemoryChatMessageHistory()
                 print("before: langchain-classic is not installed; InMemoryChatMessageHistory, "
                       "which is what ConversationBufferMemory sends")
@@ -211,7 +219,7 @@ def nb01() -> list[Cell]:
 
 
             before = chain(lambda session_id: buffer)
-            after = chain(lambda session_id: TieredChatMessageHistory(memory, "alice", session_id))
+            after = chain(lambda session_id: TieredChatMessageHistory(memory, "alice", session_id, with_memory=True))
             """
         ),
         md(

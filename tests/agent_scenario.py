@@ -115,7 +115,9 @@ def check(inputs: Inputs, memory: TieredMemory) -> None:
     for i, sent in enumerate(inputs.all):
         tokens = memory.admin.counter.count_messages(sent)
         assert tokens <= budget, f"model input {i} has {tokens} tokens, over the budget of {budget}"
-        assert isinstance(sent[0], SystemMessage) and sent[0].text == PROMPT
+        # One system message, the agent's instructions first (issue 41: not the agent's and ours).
+        assert isinstance(sent[0], SystemMessage) and sent[0].text.startswith(PROMPT)
+        assert sum(isinstance(m, SystemMessage) for m in sent) == 1, [type(m).__name__ for m in sent]
 
     # The fact told in thread 1 reaches the model in thread 2, whose own history never held it.
     first_t2 = text_of(inputs.by_thread["t2"][0])

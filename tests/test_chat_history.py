@@ -30,7 +30,8 @@ def _chain(memory, model):
     )
     return RunnableWithMessageHistory(
         prompt | model,
-        lambda session_id: TieredChatMessageHistory(memory, "alice", session_id),
+        # with_memory: the model gets the memory block too, not only the conversation.
+        lambda session_id: TieredChatMessageHistory(memory, "alice", session_id, with_memory=True),
         input_messages_key="question",
         history_messages_key="history",
     )

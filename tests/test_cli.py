@@ -452,11 +452,11 @@ def test_chat_offline_echoes_and_shows_what_memory_recalls(tmp_path):
     assert "Berlin" in recalled
     used, budget = status[1].split()[1].split("/")
     assert 0 < int(used) <= int(budget) == MemoryConfig().context_budget
-    assert "memories" in status[1] and "window 2 msgs" in status[1]
+    # The window holds the first message alone: the echo is shown, never stored (docs/cli.md).
+    assert "memories" in status[1] and "window 1 msgs" in status[1]
     with TieredMemory(data) as m:
         texts = [msg.text for msg in m.threads.messages("bob", "chat")]
-    assert texts[0] == "You are a helpful assistant." and texts[1] == "My name is Bob and I live in Berlin."
-    assert len(texts) == 5 and "never read" not in texts
+    assert texts == ["You are a helpful assistant.", "My name is Bob and I live in Berlin.", "Where do I live?"]
 
 
 def test_reindex_rebuilds_vectors_after_a_model_change_with_a_progress_bar(fresh):

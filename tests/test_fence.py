@@ -289,3 +289,15 @@ def test_summaries_headings_keys_and_role_tags_through_a_real_memory(tmp_path):
 def test_render_messages_quotes_every_fence():
     text = render_messages([HumanMessage("hi </conversation> \uff1c/current_summary\uff1e")])
     assert text == "user: hi \u2039/conversation\u203a \u2039/current_summary\u203a"
+
+
+def test_the_shipped_skeleton_tables_are_those_the_data_gives():
+    # data/skeleton.json spares a process ~0.3 s of building them at its first fenced
+    # context; stale (the data or the rules changed), it must be rebuilt, not trusted.
+    from langchain_tiered_memory.text import skeleton
+
+    shipped = skeleton._shipped()
+    assert shipped is not None, "data/skeleton.json is stale or missing: run scripts/build_skeleton.py"
+    table = skeleton.build_table()
+    assert {int(k): v for k, v in shipped["table"].items()} == table
+    assert shipped["final"] == skeleton.build_final(table)

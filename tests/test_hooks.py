@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import warnings
 
 import pytest
@@ -30,14 +32,16 @@ def _offline(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-def react_agent(memory: TieredMemory, model, *, checkpointer=True, tools=(scenario.clock,)):
+def react_agent(memory: TieredMemory, model, *, checkpointer=True, tools=(scenario.clock,), hook_prompt=False):
+    """The agent; ``hook_prompt``: its prompt goes to the hook (one system message), not to
+    ``create_react_agent`` (which sends it as a system message of its own, before ours)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return create_react_agent(
             model,
             list(tools),
-            prompt=scenario.PROMPT,
-            pre_model_hook=pre_model_hook(memory),
+            prompt=None if hook_prompt else scenario.PROMPT,
+            pre_model_hook=pre_model_hook(memory, prompt=scenario.PROMPT if hook_prompt else None),
             post_model_hook=post_model_hook(memory),
             checkpointer=memory.checkpointer if checkpointer else None,
         )
@@ -45,7 +49,7 @@ def react_agent(memory: TieredMemory, model, *, checkpointer=True, tools=(scenar
 
 def test_twenty_turns_in_two_threads_with_reopen(data_dir):
     model = ScriptedChatModel(default=scenario.responder)
-    inputs, memory = scenario.run(data_dir, react_agent, model)
+    inputs, memory = scenario.run(data_dir, functools.partial(react_agent, hook_prompt=True), model)
     try:
         scenario.check(inputs, memory)
     finally:
@@ -111,7 +115,7 @@ def test_a_thread_system_message_is_pinned_and_the_budget_holds(data_dir):
     config = MemoryConfig(max_tokens=500, system_reserve=80, output_reserve=50, job_mode="inline")
     model = ScriptedChatModel(default=scenario.responder)
     with TieredMemory(data_dir, config) as memory:
-        agent = react_agent(memory, model)
+        agent = react_agent(memory, model, hook_prompt=True)
         agent.invoke(
             {"messages": [SystemMessage("Always answer in French."), HumanMessage(scenario.FILLER.format(n=0))]},
             scenario.config("t1"),
@@ -119,8 +123,10 @@ def test_a_thread_system_message_is_pinned_and_the_budget_holds(data_dir):
         for n in range(1, 10):
             agent.invoke({"messages": [HumanMessage(scenario.FILLER.format(n=n))]}, scenario.config("t1"))
         last = model.inputs[-1]
-        # The agent's prompt, then the pinned system message, though older turns were evicted.
-        assert [m.text for m in last[:2]] == [scenario.PROMPT, "Always answer in French."]
+        # One system message: the agent's prompt, then the pinned system message, though older
+        # turns were evicted, then the memory block.
+        assert [type(m) for m in last].count(SystemMessage) == 1 and isinstance(last[0], SystemMessage)
+        assert last[0].text.startswith(f"{scenario.PROMPT}\n\nAlways answer in French.\n\n<memory>")
         assert not any(m.text == scenario.FILLER.format(n=0) for m in last if isinstance(m, HumanMessage))
         assert all(memory.admin.counter.count_messages(i) <= config.context_budget for i in model.inputs)
 

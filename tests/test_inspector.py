@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ pytest.importorskip("jinja2", reason="the inspector extra is not installed")
 pytest.importorskip("uvicorn", reason="the inspector extra is not installed")
 
 import httpx  # noqa: E402
+from markupsafe import escape  # noqa: E402  (Jinja's: the page's escaping)
 from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
@@ -36,7 +38,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import browser  # noqa: E402
 from scripted_model import ScriptedChatModel, memory, turn_tool_call, wrong_types_tool_call  # noqa: E402
 
+#: The picture docs/ shows: the browser test rewrites it only when asked to, with
+#: TIERED_MEMORY_UPDATE_SCREENSHOT=1 (after a change of the replay's look), so that a run of
+#: the suite leaves the checkout as it was; otherwise the screenshot goes to the test's tmp_path.
 SCREENSHOT = Path(__file__).parent.parent / "docs" / "inspector.png"
+UPDATE_SCREENSHOT = os.environ.get("TIERED_MEMORY_UPDATE_SCREENSHOT") == "1"
+VIEWPORT = {"width": 1360, "height": 1000}
 SCRIPT = "<script>window.__pwned = 1</script><b>bold?</b>"
 VICTIM = "The user keeps a red bicycle named Rocket in the hallway."
 LOOK = MemoryConfig(**DEMO_BUDGET, job_mode="manual")
@@ -104,7 +111,7 @@ def page_of(looking):
         contexts = []
 
         def page():
-            context = launch.new_context(viewport={"width": 1360, "height": 1000})
+            context = launch.new_context(viewport=VIEWPORT)
             contexts.append(context)
             return context.new_page()
 
@@ -113,15 +120,44 @@ def page_of(looking):
             context.close()
 
 
-def test_replay_shows_the_budget_bar_and_a_recalled_items_source_message(looking, page_of):
+@pytest.fixture
+def at_default_budget(prepared, tmp_path):
+    """The demo's memory looked at with the default budget (96,000 tokens), as
+    ``tiered-memory serve`` opens it without budget options."""
+    path = Path(shutil.copytree(prepared[1], tmp_path / "default"))
+    with TieredMemory(path, MemoryConfig(job_mode="manual")) as m:
+        assert m.config.context_budget == MemoryConfig().context_budget
+        yield m
+
+
+def _replay(page, url, query="Is she vegetarian? What does she eat?"):
+    page.goto(url + "replay")
+    page.select_option("#replay-user", "alice")  # submits: the threads of alice load
+    page.wait_for_selector("#replay-thread option[value='demo-1']", state="attached")
+    page.fill("#replay-query", query)
+    page.click("#replay-go")
+    page.wait_for_selector(".budget-bar .seg")
+
+
+def _assert_a_picture_of_the_replay(path, page):
+    """``path`` is a PNG of the page as shown: the viewport's size, and where the window's
+    part of the budget bar is on the page, the picture has that part's colour."""
+    from PIL import Image
+
+    seg = page.locator(".budget-bar .seg[data-section='window']")
+    box = seg.bounding_box()
+    colour = seg.evaluate("e => getComputedStyle(e).backgroundColor")  # "rgb(r, g, b)"
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size == (VIEWPORT["width"], VIEWPORT["height"])
+        # A corner inside the part, clear of its label (which starts after a padding).
+        pixel = image.convert("RGB").getpixel((int(box["x"]) + 2, int(box["y"]) + 2))
+    assert f"rgb({pixel[0]}, {pixel[1]}, {pixel[2]})" == colour
+
+
+def test_replay_shows_the_budget_bar_and_a_recalled_items_source_message(looking, page_of, tmp_path):
     with serve(looking, port=0, block=False) as inspector:
         page = page_of()
-        page.goto(inspector.url + "replay")
-        page.select_option("#replay-user", "alice")  # submits: the threads of alice load
-        page.wait_for_selector("#replay-thread option[value='demo-1']", state="attached")
-        page.fill("#replay-query", "Is she vegetarian? What does she eat?")
-        page.click("#replay-go")
-        page.wait_for_selector(".budget-bar .seg")
+        _replay(page, inspector.url)
         sections = page.eval_on_selector_all(".budget-bar .seg", "els => els.map(e => e.dataset.section)")
         assert {"system", "window", "memories"} <= set(sections)
         widths = page.eval_on_selector_all(".budget-bar .seg", "els => els.map(e => e.getBoundingClientRect().width)")
@@ -132,8 +168,12 @@ def test_replay_shows_the_budget_bar_and_a_recalled_items_source_message(looking
         first = page.locator("#recalled tr.item").first
         assert first.get_attribute("data-grain") in ("fact", "turn", "window", "session")
         vegetarian = page.locator("#recalled tr.item", has_text="vegetarian").first
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT))
+        before = SCREENSHOT.stat().st_mtime_ns if SCREENSHOT.exists() else None
+        shot = SCREENSHOT if UPDATE_SCREENSHOT else tmp_path / "inspector.png"
+        page.screenshot(path=str(shot))
+        _assert_a_picture_of_the_replay(shot, page)
+        if not UPDATE_SCREENSHOT:  # the tracked picture is left as it is
+            assert (SCREENSHOT.stat().st_mtime_ns if SCREENSHOT.exists() else None) == before
         source = vegetarian.locator("a.source").first
         message_id = source.inner_text()
         source.click()
@@ -141,6 +181,25 @@ def test_replay_shows_the_budget_bar_and_a_recalled_items_source_message(looking
         target = page.locator(".msg:target")
         assert target.get_attribute("id").startswith("msg-" + message_id)
         assert "vegetarian" in target.inner_text()
+
+
+def test_the_budget_bar_reads_at_the_default_budget(at_default_budget, page_of):
+    """At 96,000 tokens a turn uses a few hundred: the bar is scaled to what is used, each
+    part labelled with its tokens, and a gauge under it shows used and free to the budget."""
+    with serve(at_default_budget, port=0, block=False) as inspector:
+        page = page_of()
+        _replay(page, inspector.url)
+        bar = page.eval_on_selector(".budget-bar", "e => e.getBoundingClientRect().width")
+        widths = dict(page.eval_on_selector_all(
+            ".budget-bar .seg", "els => els.map(e => [e.dataset.section, e.getBoundingClientRect().width])"))
+        assert sum(widths.values()) >= 0.95 * bar  # the used parts fill the bar
+        assert widths["window"] >= 40 and widths["memories"] >= 40, widths
+        label = page.locator(".budget-bar .seg[data-section='window'] .seg-label")
+        assert label.is_visible() and label.inner_text().startswith("window ")
+        used = page.eval_on_selector(".budget-gauge .gauge-used", "e => e.getBoundingClientRect().width")
+        gauge = page.eval_on_selector(".budget-gauge", "e => e.getBoundingClientRect().width")
+        assert 0 < used < 0.1 * gauge  # to the budget's scale: a few hundred of 96,000
+        assert "free" in page.inner_text(".gauge-legend")
 
 
 def test_forget_a_memory_with_writes_allowed(fresh, page_of):
@@ -318,6 +377,28 @@ def test_the_replay_writes_nothing(looking):
     assert "✓ quoted" in page.text
     after = {e.id: e.access_count for e in looking.memories.list("alice", limit=1000)}
     assert after == before and looking.admin.stats()["jobs"] == jobs
+
+
+def test_the_budget_bar_is_scaled_to_what_is_used_and_labels_the_free_tokens(at_default_budget):
+    page = _client(at_default_budget).get(
+        "/replay", params={"user": "alice", "thread": "demo-1", "query": "vegetarian food"}).text
+    bar = page.split('class="budget-bar"')[1].split("</div>")[0]
+    widths = {name: float(w) for w, name in re.findall(r'style="width: ([\d.]+)%"[^>]*data-section="([^"]+)"', bar)}
+    assert {"system", "memories", "window"} <= set(widths)
+    assert abs(sum(widths.values()) - 100) < 0.1 and widths["window"] > 10, widths  # not slivers of 96,000
+    usage = at_default_budget.before_turn("alice", "demo-1", query="vegetarian food", peek=True).token_usage
+    assert f'<span class="seg-label">window {usage["window"]:,}</span>' in bar
+    legend = page.split('class="gauge-legend"')[1].split("</p>")[0]
+    assert f"free <strong>{usage.remaining:,}</strong>" in legend and f"budget {usage.budget:,}" in legend
+
+
+def test_the_jobs_page_names_each_job_in_words_and_keeps_its_key(fresh):
+    page = _client(fresh).get("/jobs").text
+    key = next(j.key for j in fresh.admin.jobs.list(user_id="dave"))
+    assert key.startswith("extract:") and '"through_seq": 1}' in key  # hello, hi: messages 0 and 1
+    title = f'title="{escape(key)}"'
+    assert f"{title}>extraction · thread d1 · through message 1</span>" in page
+    assert str(escape(key)) not in page.replace(title, "")  # the raw key only as the title
 
 
 def test_jobs_journal_spend_chart_and_retry(fresh):

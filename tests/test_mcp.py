@@ -270,7 +270,9 @@ async def test_a_server_for_alice_cannot_reach_bobs_memories_by_any_argument(tmp
                 result = await session.call_tool(name, args)
                 assert not result.isError, _text(result)
                 found = result.structuredContent["evidence" if name == "recall" else "memories"]
-                assert not re.search(r"4321|Oslo|Globex|Bob", json.dumps(found)), (name, args, found)
+                # What was said, not the ids, dates and scores (random digits could spell 4321).
+                said = [{k: v for k, v in f.items() if k not in {"id", "message_ids", "date", "score"}} for f in found]
+                assert not re.search(r"4321|Oslo|Globex|Bob", json.dumps(said)), (name, args, found)
             for thread in ("bob-thread", "alice-thread"):
                 block = await session.call_tool("context", {"thread_id": thread, "query": "Bob's bank PIN in Oslo"})
                 if thread == "bob-thread":

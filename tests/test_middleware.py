@@ -80,8 +80,23 @@ def test_memory_tools_can_come_with_the_middleware(data_dir):
         assert [e.content for e in memory.memories.list("alice")] == ["The user's dog is called Pixel."]
 
 
-def test_without_langchain_the_error_names_the_extra(monkeypatch):
+def test_without_langchain_the_error_says_what_to_install(monkeypatch):
+    # langchain is a core dependency now (issue 41): a venv that lost it is told to reinstall it.
     monkeypatch.delitem(sys.modules, "langchain_tiered_memory.integrations.middleware")
     monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)
-    with pytest.raises(ImportError, match=r"pip install 'langchain-tiered-memory\[agents\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'langchain>=1\.0'"):
         importlib.import_module("langchain_tiered_memory.integrations.middleware")
+
+
+def test_the_model_gets_one_system_message_the_agents_prompt_first(data_dir):
+    # create_agent puts its system_prompt before the messages the middleware sends: with the
+    # context's pinned message and memory block that made two or three system messages.
+    model = ScriptedChatModel(default="Noted.")
+    with TieredMemory(data_dir, scenario.CONFIG) as m:
+        m.memories.remember(scenario.USER, "The user prefers green tea.")
+        agent = agent_with_middleware(m, model)
+        agent.invoke({"messages": [HumanMessage("What should I drink?")]}, scenario.config("t1"))
+        sent = model.inputs[-1]
+    systems = [i for i, msg in enumerate(sent) if msg.type == "system"]
+    assert systems == [0], [msg.type for msg in sent]
+    assert sent[0].text.startswith(scenario.PROMPT) and "<memory>" in sent[0].text and "green tea" in sent[0].text

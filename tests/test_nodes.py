@@ -27,10 +27,11 @@ def memory_graph(memory: TieredMemory, model):
     bound = model.bind_tools([scenario.clock])
 
     def call_model(state: MemoryState) -> dict:
-        return {"messages": [bound.invoke([SystemMessage(scenario.PROMPT), *state["memory_context"]])]}
+        # The context opens with one system message: the prompt, then the memory block.
+        return {"messages": [bound.invoke(state["memory_context"])]}
 
     builder = StateGraph(MemoryState)
-    builder.add_node("recall", recall_node(memory))
+    builder.add_node("recall", recall_node(memory, prompt=scenario.PROMPT))
     builder.add_node("model", call_model)
     builder.add_node("record", record_node(memory))
     builder.add_node("tools", ToolNode([scenario.clock]))
@@ -57,9 +58,9 @@ def test_recall_writes_the_context_and_leaves_messages_alone(data_dir):
         graph = memory_graph(memory, model)
         state = graph.invoke({"messages": [HumanMessage(scenario.FACT)]}, scenario.config("t1"))
         assert [m.type for m in state["messages"]] == ["human", "ai"]
-        assert [m.text for m in state["memory_context"]] == [scenario.FACT]
+        assert [m.text for m in state["memory_context"]] == [scenario.PROMPT, scenario.FACT]
         state = graph.invoke({"messages": [HumanMessage("Anything new?")]}, scenario.config("t1"))
-        assert state["memory_context"][0].text.startswith("<memory>")
+        assert state["memory_context"][0].text.startswith(f"{scenario.PROMPT}\n\n<memory>")
         assert state["memory_context"][-1].text == "Anything new?"
 
 

@@ -3,6 +3,7 @@ error; the committed copies are built from ``notebooks/build.py`` and carry thei
 they read on GitHub."""
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -20,6 +21,10 @@ NAMES = [
 CELL_TIMEOUT = 180
 #: The issue's bound for one notebook, kernel start included.
 NOTEBOOK_SECONDS = 60
+#: A warning's category as Python prints it ("…: LangChainDeprecationWarning: …", also
+#: PendingDeprecationWarning and LangGraph's LangGraphDeprecatedSinceV10): noise a reader of
+#: the notebook must not have to learn to ignore.
+DEPRECATION = re.compile(r"\w*Deprecat\w*: ")
 
 sys.path.insert(0, str(NOTEBOOKS))
 import build  # noqa: E402
@@ -54,6 +59,7 @@ def test_the_notebook_runs_top_to_bottom_without_an_error(name, this_interpreter
     assert Path(probe["text"]).resolve() == Path(sys.executable).resolve()
     for cell in nb.cells:
         assert all(o.output_type != "error" for o in cell.get("outputs", []))
+    assert not _deprecations(nb)
     assert elapsed < NOTEBOOK_SECONDS, f"{name} took {elapsed:.0f} s"
 
 
@@ -69,9 +75,19 @@ def test_the_committed_notebook_is_the_built_one_with_its_outputs(name):
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "run top to bottom once"
     outputs = [o for c in code for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    assert not _deprecations(committed)
     for cell in code:
         if "plt.show()" in cell.source:
             assert any("image/png" in o.get("data", {}) for o in cell.outputs), cell.source[:80]
     # The memory's own Jupyter rendering is in there (contexts, search results, stats).
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any('class="ltm-' in h for h in html)
+
+
+def _deprecations(nb):
+    """The deprecation warnings the notebook's cells printed, with their cell's first line."""
+    return [
+        (cell.source.splitlines()[0], o.text)
+        for cell in nb.cells if cell.cell_type == "code"
+        for o in cell.get("outputs", []) if o.output_type == "stream" and DEPRECATION.search(o.text)
+    ]

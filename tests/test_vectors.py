@@ -386,6 +386,28 @@ def test_before_turn_writes_nothing_and_its_recalls_are_counted_after(open_memor
 
 
 @pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
+def test_search_and_recall_write_nothing_and_rank_by_the_counts_kept(open_memory):
+    # Issue 42: a search or a recall is a read. While another process holds the write lock,
+    # both answer at once; what they count is written after, and meanwhile the ranking (and
+    # the entries returned) already read it.
+    memory = open_memory({"job_mode": "manual"})
+    mid = _a_bike_to_recall(memory)
+    with _write_locked(memory):
+        for call in range(3):
+            started = time.monotonic()
+            hits = memory.memories.search("alice", "which bike do I ride", k=3, explain=True)
+            found = memory.recall("alice", "which bike do I ride", k=3)
+            assert time.monotonic() - started < 5.0  # a write would wait out the 30 s busy timeout
+            assert hits[0].entry.id == mid and any("Brompton" in e.text for e in found)
+            # The counts kept (each search, and each recall that quoted it), and this one.
+            assert hits[0].entry.access_count == 2 * call + 1
+            assert hits[0].parts is not None and hits[0].parts.boost == pytest.approx(
+                min(2 * call * memory.config.access_boost, 1 - hits[0].entry.importance))
+    assert _access_count(memory, mid) == 0  # none written while the lock was held
+    assert memory.memories.get("alice", mid).access_count == 6  # written at the next read
+
+
+@pytest.mark.parametrize("open_memory", ["edge"], indirect=True)  # the database's, not the index's
 def test_the_background_upkeep_writes_the_recalls_a_context_counted(open_memory):
     memory = open_memory({"job_mode": "background"})
     mid = _a_bike_to_recall(memory)

@@ -5,7 +5,8 @@ The model is ``ChatOpenAI`` on the server the environment names (``OPENAI_BASE_U
 :mod:`langchain_tiered_memory.llm_config`), else an offline echo. Each request carries one
 system message (the thread's system prompt and the memory block, merged), since many chat
 templates of local models refuse a second one. A server that cannot be reached ends the
-chat at once with one line; the message typed is kept.
+chat at once with one line; the message typed is kept. The offline echo's replies are
+shown, never stored: the thread keeps the user's messages alone (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -86,7 +87,12 @@ def run(args: argparse.Namespace) -> int:
             context = memory.before_turn(user, thread, query=text)
             try:
                 # One system message: the pinned prompt and the memory block, merged.
-                reply = chat_model.invoke(merge_message_runs([*context.messages, question]))
+                if model is None:
+                    # The echo's replies are not stored, so the window's user messages run on
+                    # into the question: kept apart from them, it is echoed alone.
+                    reply = chat_model.invoke([*merge_message_runs(context.messages), question])
+                else:
+                    reply = chat_model.invoke(merge_message_runs([*context.messages, question]))
             except Exception as exc:  # the model's failure, not ours: keep the message
                 memory.after_turn(user, thread, [question])
                 if settings is not None and is_connection_error(exc):
@@ -96,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
                 common.error(f"the model call failed: {exc}; your message is kept")
                 continue
             print(f"assistant> {reply.text}")
-            memory.after_turn(user, thread, [question, reply])
+            # The echo is no answer: stored, it would come back as what the assistant said
+            # (recalled in other threads, summarised, extracted). Only the user's words are kept.
+            memory.after_turn(user, thread, [question] if model is None else [question, reply])
             print(_status(context, memory.admin.counter.count_message(question)), flush=True)
     return 0
 

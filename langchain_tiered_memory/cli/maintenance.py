@@ -37,7 +37,9 @@ def stats(args: argparse.Namespace) -> int:
     print(" · ".join(f"{v} {k}" for k, v in counts.items()))
     for key, value in stats.items():
         if key not in counts:
-            print(f"{key}: {value if not isinstance(value, Mapping) else ' · '.join(f'{k} {v}' for k, v in value.items())}")
+            # An empty mapping ("degraded": nothing was) and a missing value read as "none".
+            shown = " · ".join(f"{k} {_word(v)}" for k, v in value.items()) if isinstance(value, Mapping) else _word(value)
+            print(f"{key}: {shown or 'none'}")
     if jobs:
         print("jobs: " + " · ".join(f"{v} {k}" for k, v in jobs.items()))
     if jobs.get("waiting"):
@@ -60,6 +62,12 @@ def stats(args: argparse.Namespace) -> int:
     if budget is not None and (budget.get("limits") or budget.get("waiting_jobs")):
         _print_budget(budget)
     return 0
+
+
+def _word(value: Any) -> str:
+    """A stats value for a reader: ``none`` for a missing one (``index.held_elsewhere`` while
+    no other process holds the index), not Python's ``None``."""
+    return "none" if value is None else str(value)
 
 
 def _print_dropped(items: int, recent: list[Mapping[str, Any]]) -> None:

@@ -91,11 +91,18 @@ def entities(args: argparse.Namespace) -> int:
 def episodes(args: argparse.Namespace) -> int:
     with common.open_memory(args, look=True) as memory:
         hits = memory.episodes.search(args.user, query=args.query, since=args.since, until=args.until, k=args.k)
+        # A query finds only episodes close enough to it: none found is not none there.
+        unmatched = not hits and bool(args.query) and bool(
+            memory.episodes.search(args.user, since=args.since, until=args.until, k=1))
     if args.json:
         common.print_json([{"score": h.score, **common.asdict(h.episode)} for h in hits])
         return 0
-    if not hits:
-        print(f"user {args.user!r} has no episodes" + (" in that time range" if args.since or args.until else ""))
+    span = " in that time range" if args.since or args.until else ""
+    if unmatched:
+        print(f"no episode of user {args.user!r}{span} matches {args.query!r} "
+              f"(without --query, {PROG} episodes lists the newest)")
+    elif not hits:
+        print(f"user {args.user!r} has no episodes{span}")
     for hit in hits:
         ep = hit.episode
         score = f"  score {hit.score:.3f}" if hit.score is not None else ""

@@ -382,9 +382,10 @@ class RecallIndex:
             out.append(list(by_id.values()))
         return out
 
-    def nearest(self, user_id: str, vector: Sequence[float], grain: str, limit: int) -> list[ScoredRecord]:
-        """The user's units of ``grain`` nearest ``vector`` by cosine (current ones only)."""
-        return self.backend().dense(vector, self.where(user_id, [grain]), limit)
+    def nearest_many(self, searches: Sequence[tuple[str, Sequence[float]]], grain: str, limit: int) -> list[list[ScoredRecord]]:
+        """For each ``(user_id, vector)``, the user's current units of ``grain`` nearest by
+        cosine: one batch of the engine (a bulk load's merge checks, not a query each)."""
+        return self.backend().dense_many([(v, self.where(u, [grain]), limit) for u, v in searches]) if searches else []
 
     @staticmethod
     def where(

@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 
 
 from . import operations, pages
-from .source import Source, when
+from .source import Source, job_label, when
 from .web import (
     ASGIApp, Environment, FileSystemLoader, Jinja2Templates, Message, Middleware, Mount, MutableHeaders,
     PlainTextResponse, Receive, RedirectResponse, Request, Response, Route, Scope, Send, Starlette, StaticFiles,
@@ -56,6 +56,7 @@ def make_app(source: Source, *, allow_writes: bool = False, token: str | None = 
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True)
     env.filters["when"] = when
     env.filters["num"] = _num
+    env.filters["job_label"] = job_label
     templates = Jinja2Templates(env=env)
     middleware = [Middleware(SecurityHeaders)]
     if local:

@@ -29,12 +29,15 @@ MEMORIES = "memories"
 
 @dataclass(frozen=True)
 class Bar:
-    """One part of the context (system, a memory section, the window, overhead) as a share
-    of the budget."""
+    """One part of the context (system, a memory section, the window, overhead): its share
+    of the budget (``percent``) and of the tokens used (``share``, the bar's width: at the
+    default budget of 96,000 a turn uses a few hundred, and drawn against the budget every
+    part was a sliver)."""
 
     name: str
     tokens: int
     percent: float
+    share: float
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,11 @@ class Replay:
     limits: dict[str, int] = field(default_factory=dict)
 
     @property
+    def used_percent(self) -> float:
+        """The tokens used, as a share of the budget (the gauge under the bar)."""
+        return min(100.0, 100.0 * self.total / max(self.budget, 1))
+
+    @property
     def cut(self) -> list[Item]:
         """Evidence ranked but not sent."""
         return [i for i in self.items if not i.sent]
@@ -105,8 +113,8 @@ def build(
 ) -> Replay:
     """The page's view of a replayed turn."""
     usage = context.token_usage
-    budget = max(usage.budget, 1)
-    bars = [Bar(name, tokens, 100.0 * tokens / budget) for name, tokens in usage.items() if tokens]
+    budget, used = max(usage.budget, 1), max(usage.total, 1)
+    bars = [Bar(name, tokens, 100.0 * tokens / budget, 100.0 * tokens / used) for name, tokens in usage.items() if tokens]
     quoted = next((s.text for s in context.sections if s.name == MEMORIES), "")
     said = _flat(quoted)
     window = [Message(m.type, m.id, m.text, count(m)) for m in context.window]

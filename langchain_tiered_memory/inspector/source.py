@@ -10,6 +10,7 @@ connection and index are used by one request at a time.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ..memory import TieredMemory
     from ..recall.layer import Evidence
 
-__all__ = ["MemoryPage", "Source", "UserSummary"]
+__all__ = ["MemoryPage", "Source", "UserSummary", "job_label"]
 
 #: Episodes listed per user, at most (newest first).
 EPISODES_SHOWN = 200
@@ -36,6 +37,8 @@ EPISODES_SHOWN = 200
 RETRY_WAIT_SECONDS = 120.0
 #: Entities listed per user with their attribute history, at most.
 ENTITIES_SHOWN = 500
+#: A job's kind, as the jobs page names it.
+JOB_KINDS = {"extract": "extraction", "episode": "episode"}
 
 
 @dataclass(frozen=True)
@@ -221,3 +224,21 @@ def when(value: str | datetime | None) -> str:
 def ids(values: Sequence[str]) -> str:
     """Ids as one short line."""
     return ", ".join(v[:8] for v in values)
+
+
+def job_label(job: JobInfo) -> str:
+    """A job in words: ``extraction · thread t1 · through message 27`` for the key
+    ``extract:2:{"through_seq": 27}`` (kind, the thread's internal key, the last message the
+    job covers: the number the thread page shows it under)."""
+    parts = [JOB_KINDS.get(job.kind, job.kind)]
+    if job.thread_id:
+        parts.append(f"thread {job.thread_id}")
+    try:
+        payload = json.loads(job.key.split(":", 2)[2])
+    except (IndexError, ValueError):  # a key of another shape: the kind and thread say enough
+        payload = None
+    if isinstance(payload, dict):
+        through = payload.get("through_seq", payload.get("last_seq"))
+        if isinstance(through, int):
+            parts.append(f"through message {through}")
+    return " · ".join(parts)

@@ -15,9 +15,10 @@ How a turn goes:
 
 - The **pre hook** runs before every model call. It first records the state's messages that
   the thread's log does not hold yet (the user's input, tool results), so what the user sent
-  is durable before the model runs. Then it returns ``{"llm_input_messages": ...}``: the
-  pinned system message, the fenced memory block and the window, within the budget, ending
-  with the new input. The graph's ``messages`` are not rewritten.
+  is durable before the model runs. Then it returns ``{"llm_input_messages": ...}``: one
+  system message (the hook's ``prompt``, the pinned system message, the fenced memory block,
+  in that order), then the window, within the budget, ending with the new input. The graph's
+  ``messages`` are not rewritten.
 - The **post hook** runs after every model call and records the model's message. Only a
   message without tool calls (the turn's answer) journals the extraction job, which covers
   the whole turn: a tool loop of any length costs one extraction call.
@@ -25,8 +26,11 @@ How a turn goes:
 Messages are matched by ``id`` (``add_messages`` gives each one), so the state may hold the
 whole thread (with a checkpointer) or only the new input (without one): either way each
 message is stored once. ``user_id`` and ``thread_id`` come from ``config["configurable"]``;
-``thread_id`` is also LangGraph's checkpoint thread. An agent's ``prompt=`` is not stored;
-it is sent on top of the context and should fit ``MemoryConfig.system_reserve``. The result
+``thread_id`` is also LangGraph's checkpoint thread. Give the agent's instructions to the
+hook, ``pre_model_hook(memory, prompt="...")``, not to ``create_react_agent(prompt=...)``:
+LangGraph prepends its ``prompt`` to the hook's ``llm_input_messages`` out of the hook's
+reach, so the model would get two system messages. The prompt is not stored; it should fit
+``MemoryConfig.system_reserve``. The result
 of a ``return_direct`` tool ends the run without a model call: it is recorded on the
 thread's next turn (when a checkpointer keeps it in the state). With ``response_format``,
 ``create_react_agent``'s extra structured-output call reads the graph's ``messages``, not
@@ -40,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from ..entries import check_id
@@ -122,11 +126,40 @@ def last_human_text(messages: Sequence[BaseMessage]) -> str | None:
 
 
 def model_input(
-    memory: TieredMemory, user_id: str, thread_id: str, messages: Sequence[BaseMessage]
+    memory: TieredMemory,
+    user_id: str,
+    thread_id: str,
+    messages: Sequence[BaseMessage],
+    prompt: str | SystemMessage | None = None,
 ) -> list[BaseMessage]:
-    """Record the new input, then the budgeted context to send the model in its place."""
+    """Record the new input, then the budgeted context to send the model in its place, with
+    one system message (:func:`one_system_message`)."""
     record_new(memory, user_id, thread_id, messages, extract=False)
-    return budgeted_context(memory, user_id, thread_id, last_human_text(messages))
+    return one_system_message(budgeted_context(memory, user_id, thread_id, last_human_text(messages)), prompt)
+
+
+def one_system_message(
+    messages: Sequence[BaseMessage], prompt: str | SystemMessage | None = None
+) -> list[BaseMessage]:
+    """``messages`` with ``prompt`` and their leading system messages (the pinned one, the
+    memory block) folded into one system message, first, in that order.
+
+    Several system messages are refused or mishandled by many providers (Anthropic's and
+    Gemini's APIs take one system prompt), and the caller's instructions must come before the
+    quoted memory. A system message later in the window stays where it was said.
+    """
+    lead: list[BaseMessage] = [SystemMessage(prompt) if isinstance(prompt, str) else prompt] if prompt else []
+    rest = list(messages)
+    while rest and isinstance(rest[0], SystemMessage):
+        lead.append(rest.pop(0))
+    if len(lead) < 2:
+        return lead + rest
+    if all(isinstance(m.content, str) for m in lead):
+        content: Any = "\n\n".join(str(m.content) for m in lead if m.content)
+    else:  # content blocks (an image in a pinned message): keep every block, in order
+        content = [b for m in lead for b in ([{"type": "text", "text": m.content}] if isinstance(m.content, str)
+                                             else m.content)]
+    return [SystemMessage(content), *rest]
 
 
 def budgeted_context(
@@ -143,16 +176,28 @@ def budgeted_context(
     return context.messages
 
 
-def pre_model_hook(memory: TieredMemory) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+def check_prompt(prompt: Any) -> None:
+    """Refuse a ``prompt`` that is neither ``None``, a ``str`` nor a ``SystemMessage``, when the
+    hook or node is built rather than at the first model call."""
+    if prompt is not None and not isinstance(prompt, (str, SystemMessage)):
+        raise InvalidInputError(f"prompt must be a str or a SystemMessage, got {type(prompt).__name__}")
+
+
+def pre_model_hook(
+    memory: TieredMemory, *, prompt: str | SystemMessage | None = None
+) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
     """The ``pre_model_hook`` of ``create_react_agent`` for ``memory`` (see the module doc).
 
-    Build it once per memory and agent. Async graphs run it in a worker thread.
+    ``prompt``: the agent's instructions, sent first in the one system message, before the
+    memory block (pass them here instead of ``create_react_agent(prompt=...)``). Build the
+    hook once per memory and agent. Async graphs run it in a worker thread.
     """
+    check_prompt(prompt)
 
     def tiered_memory_pre_model_hook(state: Any, config: RunnableConfig) -> dict[str, Any]:
         user_id, thread_id = ids_from_config(config)
         messages = state_messages(state)
-        return {"llm_input_messages": model_input(memory, user_id, thread_id, messages)}
+        return {"llm_input_messages": model_input(memory, user_id, thread_id, messages, prompt)}
 
     return tiered_memory_pre_model_hook
 
@@ -174,9 +219,11 @@ def post_model_hook(memory: TieredMemory) -> Callable[[Any, RunnableConfig], dic
 
 __all__ = [
     "budgeted_context",
+    "check_prompt",
     "ids_from_config",
     "last_human_text",
     "model_input",
+    "one_system_message",
     "post_model_hook",
     "pre_model_hook",
     "record_new",

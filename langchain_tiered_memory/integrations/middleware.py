@@ -16,8 +16,8 @@ model runs; ``wrap_model_call`` sends the model the budgeted context (pinned sys
 memory block, window) through ``request.override(messages=...)``, so the graph's messages
 are never rewritten; ``after_model`` records the model's message, and the turn's answer (no
 tool calls) journals the one extraction job of the turn. ``user_id`` and ``thread_id`` come
-from ``config["configurable"]``. The agent's ``system_prompt`` is sent on top of the context
-and should fit ``MemoryConfig.system_reserve``.
+from ``config["configurable"]``. The agent's ``system_prompt`` is folded with the
+context's system messages into one, first (it should fit ``MemoryConfig.system_reserve``).
 
 Needs LangChain v1 (``langchain>=1.0``), a dependency of the package.
 """
@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "TieredMemoryMiddleware needs LangChain v1's agents (langchain>=1.0), a dependency of "
         "langchain-tiered-memory: pip install 'langchain>=1.0'"
     ) from exc
+from langchain_core.messages import SystemMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
@@ -42,6 +43,7 @@ from .hooks import (
     budgeted_context,
     ids_from_config,
     last_human_text,
+    one_system_message,
     record_new,
     state_messages,
     turn_complete,
@@ -113,7 +115,13 @@ class TieredMemoryMiddleware(AgentMiddleware):
         # The context is LangChain's own message classes: system messages and the log's, as
         # messages_from_dict rebuilds them.
         messages = cast("list[AnyMessage]", budgeted_context(self.memory, user_id, thread_id, query))
-        return request.override(messages=messages)
+        # One system message: the agent's system_prompt, then the pinned one and the memory
+        # block (create_agent would put its own before ours as a second one; many providers
+        # take one system prompt).
+        folded = one_system_message(messages, request.system_message)
+        if folded and isinstance(folded[0], SystemMessage):
+            return request.override(system_message=folded[0], messages=cast("list[AnyMessage]", folded[1:]))
+        return request.override(messages=cast("list[AnyMessage]", folded))
 
 
 __all__ = ["TieredMemoryMiddleware"]

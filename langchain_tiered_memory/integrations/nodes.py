@@ -16,9 +16,11 @@ The state (:class:`MemoryState`, or any schema with the same two keys):
 - ``messages`` — the thread, reduced with ``add_messages`` (which gives each message the id
   memory matches it by). It may hold the whole thread (with a checkpointer) or only the new
   input; it is never rewritten.
-- ``memory_context`` — written by the recall node: what to send the model this step
-  (pinned system message, fenced memory block, window ending with the new input), within
-  ``MemoryConfig``'s budget. Each recall replaces it.
+- ``memory_context`` — written by the recall node: what to send the model this step (one
+  system message holding ``prompt``, the pinned system message and the fenced memory block,
+  then the window ending with the new input), within ``MemoryConfig``'s budget. Each recall
+  replaces it. Give your instructions as ``recall_node(memory, prompt=...)`` rather than
+  prepending a system message of your own: the model then gets exactly one.
 
 The recall node first stores the state's messages the log does not hold yet (the user's
 input, tool results), so they are durable before the model runs. The record node stores
@@ -33,12 +35,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
-from .hooks import ids_from_config, model_input, record_new, state_messages, turn_complete
+from .hooks import (
+    check_prompt,
+    ids_from_config,
+    model_input,
+    record_new,
+    state_messages,
+    turn_complete,
+)
 
 if TYPE_CHECKING:
     from ..memory import TieredMemory
@@ -55,14 +64,20 @@ class MemoryState(TypedDict):
 
 
 def recall_node(
-    memory: TieredMemory, *, messages_key: str = "messages", output_key: str = MEMORY_CONTEXT
+    memory: TieredMemory,
+    *,
+    messages_key: str = "messages",
+    output_key: str = MEMORY_CONTEXT,
+    prompt: str | SystemMessage | None = None,
 ) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
-    """A node that records the new input and writes the budgeted context to ``output_key``."""
+    """A node that records the new input and writes the budgeted context to ``output_key``;
+    ``prompt`` (your instructions) opens its one system message, before the memory block."""
+    check_prompt(prompt)
 
     def recall(state: Any, config: RunnableConfig) -> dict[str, Any]:
         user_id, thread_id = ids_from_config(config)
         messages = state_messages(state, messages_key)
-        return {output_key: model_input(memory, user_id, thread_id, messages)}
+        return {output_key: model_input(memory, user_id, thread_id, messages, prompt)}
 
     return recall
 

@@ -107,6 +107,12 @@ class TieredMemoryStore(BaseStore):
       made by ``memory.memories.remember`` lives at ``sub == ()`` under its id and reads as
       ``{"content", "memory_type", "importance"}``. An overwrite keeps the type and
       importance the value does not set.
+    - A put under a new key stays its own memory even when another key holds the same fact:
+      ``BaseStore`` makes each key its own item, so a merge would let a put, delete or
+      rewording under one key change or remove what ``get`` returns under the other. A
+      ``query`` search returns such a fact once (the best-ranked key; "the same" is what
+      ``remember`` would merge, cosine above ``merge_threshold``); a listing, without a
+      query, shows every key.
     - A ``query`` search is ``memory.memories.search`` (recall ranked by relevance; at most 100
       candidates; recalled memories count as recalled).
     - Memories live until forgotten, evicted by capacity or merged into: a ``ttl`` on a
@@ -237,21 +243,38 @@ class TieredMemoryStore(BaseStore):
 
     def _search_memories(self, user: str, prefix: tuple[str, ...], op: SearchOp) -> list[SearchItem]:
         end = op.offset + op.limit
-        ranked: list[tuple[Item, float | None]]
+        ranked: list[tuple[Item, float | None, str]]
         if op.query:
             hits = self.memory.memories.search(user, op.query, k=min(MAX_K, max(end * 3, 10)))
             addresses = self.memory.items.addresses.of([h.entry.id for h in hits])
-            ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score) for h in hits]
+            ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score, h.entry.content) for h in hits]
         else:
-            ranked = [(item, None) for item in self._listing(user, prefix)]
-        out: list[SearchItem] = []
-        for item, score in ranked:
-            if item.namespace[: len(prefix)] != prefix or not matches(item.value, op.filter):
-                continue
-            out.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, score))
-            if len(out) >= end:
-                break
+            ranked = [(item, None, "") for item in self._listing(user, prefix)]
+        ranked = [r for r in ranked if r[0].namespace[: len(prefix)] == prefix and matches(r[0].value, op.filter)]
+        if op.query:
+            ranked = self._one_per_fact(ranked)
+        out = [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at, s) for i, s, _ in ranked[:end]]
         return out[op.offset : end]
+
+    def _one_per_fact(self, ranked: list[tuple[Item, float | None, str]]) -> list[tuple[Item, float | None, str]]:
+        """The ranked items less those whose memory says what a better-ranked one says.
+
+        Keys stay separate memories (each key is its own item by ``BaseStore``'s contract: a
+        put, get or delete of one never touches another), so the same fact put under two keys
+        would come back twice; "the same" is what ``remember`` merges: cosine of the memories'
+        embeddings above ``merge_threshold``. A listing (no query) shows every key."""
+        if len(ranked) < 2:
+            return ranked
+        texts = [text for _, _, text in ranked]
+        vectors = np.asarray(self.memory.admin.embeddings.embed_documents(texts), dtype=float)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit = vectors / np.where(norms == 0, 1.0, norms)
+        threshold = self.memory.config.merge_threshold
+        kept: list[int] = []
+        for i in range(len(ranked)):
+            if not kept or float(np.max(unit[kept] @ unit[i])) <= threshold:
+                kept.append(i)
+        return [ranked[i] for i in kept]
 
     def _listing(self, user: str, prefix: tuple[str, ...]) -> list[Item]:
         """The user's memory items under ``prefix`` in InMemoryStore's order; memories made

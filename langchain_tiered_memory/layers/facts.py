@@ -44,6 +44,7 @@ from .fact_rows import entry_of, unit
 from .recall_counts import PendingRecalls
 
 if TYPE_CHECKING:
+    from ..backends.records import ScoredRecord
     from ..storage import Storage
     from ..tokens import TokenCounter
 
@@ -223,12 +224,16 @@ class FactLayer:
         rows = self._storage.memories.get_many([u.id for u in units])
         merged_away: list[str] = []
         ops: list[int] = []
-        for u, vector in zip(units, vectors):
-            row = rows.get(u.id)
-            # Only a memory never indexed merges: a rebuilt index must not merge old ones.
-            if row is None or row.indexed != 0 or not row.mergeable or row.valid_to is not None:
-                continue
-            target = self._merge_target(row, vector)
+        # Only a memory never indexed merges: a rebuilt index must not merge old ones.
+        checked = [
+            (row, vector) for row, vector in ((rows.get(u.id), v) for u, v in zip(units, vectors))
+            if row is not None and row.indexed == 0 and row.mergeable and row.valid_to is None
+        ]
+        # Their points are written already: one batch of the engine finds each one's
+        # neighbours among the batch and the index alike.
+        nearest = self._index.nearest_many([(row.user_id, vector) for row, vector in checked], "fact", 4)
+        for (row, _), hits in zip(checked, nearest):
+            target = self._merge_target(row, hits)
             if target is not None:
                 op = self._storage.memories.merge(target, row, self._now().isoformat())
                 merged_away.append(row.id)
@@ -244,9 +249,8 @@ class FactLayer:
         for op in ops:
             self._storage.forgetting.finish(op)
 
-    def _merge_target(self, row: MemoryRow, vector: Sequence[float]) -> MemoryRow | None:
-        hits = [h for h in self._index.nearest(row.user_id, vector, "fact", 4) if h.id != row.id]
-        close = [h for h in hits if h.score > self.config.merge_threshold]
+    def _merge_target(self, row: MemoryRow, nearest: Sequence[ScoredRecord]) -> MemoryRow | None:
+        close = [h for h in nearest if h.id != row.id and h.score > self.config.merge_threshold]
         if not close:
             return None
         found = self._storage.memories.get_many([h.id for h in close], user_id=row.user_id)
@@ -301,7 +305,6 @@ class FactLayer:
         if not query.strip() or not self._storage.has_any(user_id, ("memories",)):
             return []
         now = self._now()
-        self.recalls.write()  # the ranking's prior reads what recalls added
         scored = self.rank(user_id, query, k, types, floor, now, include_superseded=include_superseded)
         entries = self.record(scored, now, peek)
         return [
@@ -366,7 +369,9 @@ class FactLayer:
         """Rows for the candidates that are this user's, scored, at or above the relevance
         ``threshold`` (default ``score_threshold``), best first."""
         floor = self.config.score_threshold if threshold is None else threshold
-        rows = self._storage.memories.get_many([c.id for c in candidates], user_id=user_id)
+        # With the recalls counted and not written yet: the prior reads them, and nothing
+        # on the read path writes (they are written after, batched: recall_counts.py).
+        rows = self.recalls.applied(self._storage.memories.get_many([c.id for c in candidates], user_id=user_id))
         out: list[Scored] = []
         for c in candidates:
             row = rows.get(c.id)
@@ -392,8 +397,7 @@ class FactLayer:
         entries = [entry_of(s.row) for s in scored]
         if peek or not entries:
             return entries
-        self.recalled([e.id for e in entries], now)  # written now, with any counted before
-        self.recalls.write()
+        self.recalled([e.id for e in entries], now)  # written after, batched (recall_counts.py)
         return [
             e.model_copy(update={
                 "last_accessed": now, "access_count": e.access_count + 1,

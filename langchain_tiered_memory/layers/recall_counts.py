@@ -7,20 +7,23 @@ process held the write lock). :class:`PendingRecalls` keeps them until the memor
 them: at its jobs' upkeep (every second or so in the background worker, at each turn inline;
 never waiting for another process's write lock there, since a thread waiting on SQLite's
 writing connection would hold up this process's other writes: it tries again at the next upkeep),
-before anything reads or ranks memories by those counts (``memory.memories`` reads and
-searches, export, the capacity eviction), at ``flush()`` and at ``close()``. A process that
-dies first loses those counts only: bookkeeping, never what a user said.
+before anything reads memories by those counts (``memory.memories`` reads, export, the
+capacity eviction), at ``flush()`` and at ``close()``. A search or a recall writes nothing: it
+ranks by the rows as the counts will leave them (:meth:`PendingRecalls.applied`) and adds its
+own. A process that dies first loses those counts only: bookkeeping, never what a user said.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..storage.memories import Memories
+    from ..storage.rows import MemoryRow
 
 __all__ = ["MAX_PENDING", "PendingRecalls"]
 
@@ -54,6 +57,25 @@ class PendingRecalls:
             full = len(self._counts) >= self._limit
         if full:
             self.write()
+
+    def applied(self, rows: Mapping[str, MemoryRow]) -> dict[str, MemoryRow]:
+        """``rows`` as they will read once the counts kept are written (what
+        :meth:`.Memories.record_accesses` does to them): a search ranks by them without
+        writing first, so a read never waits on, or takes, the write lock."""
+        with self._lock:
+            counts = {i: self._counts[i] for i in rows if i in self._counts}
+        if not counts:
+            return dict(rows)
+        out = dict(rows)
+        for memory_id, (times, when) in counts.items():
+            row = out[memory_id]
+            out[memory_id] = dataclasses.replace(
+                row,
+                last_accessed=max(row.last_accessed, when),
+                access_count=row.access_count + times,
+                boost=min(row.boost + times * self._boost, max(0.0, 1.0 - row.importance)),
+            )
+        return out
 
     def write(self, *, wait: bool = True) -> int:
         """Write the counts kept so far (one transaction); how many memories they were.

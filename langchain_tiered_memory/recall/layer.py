@@ -124,7 +124,6 @@ class RecallLayer:
         if unknown or not wanted:
             raise InvalidInputError(f"grains must be some of {', '.join(GRAINS)}, got {list(wanted)!r}")
         now = self._now()
-        self._facts.recalls.write()  # the memories' rows, read next, show what turns counted
         hits = self._search(user_id, query, k, wanted, at or now, since, until, now)
         return self._evidence(hits, now, peek=peek, explain=explain)
 

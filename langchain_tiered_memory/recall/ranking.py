@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import scoring
 from .asked import Asked
 from .dates import TimeRange, asks_current, asks_when
@@ -41,6 +39,8 @@ from ..index.points import Candidate
 from ..storage.units import unit_id
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..config import MemoryConfig
     from ..layers.facts import FactLayer
     from ..storage import Storage
@@ -301,6 +301,8 @@ def _relevance(units: Sequence[Unit], rows: np.ndarray, named: TimeRange | None,
 
 def _named(row: np.ndarray) -> dict[str, float]:
     # The nonzero features only, read in one numpy step (a hundred rows a turn).
+    import numpy as np  # here, not at module level: importing the package loads no numpy
+
     where = np.flatnonzero(row)
     return {FEATURES[i]: round(v, 6) for i, v in zip(where.tolist(), row[where].tolist())}
 

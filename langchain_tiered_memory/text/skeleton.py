@@ -22,18 +22,58 @@ from __future__ import annotations
 
 import bisect
 import functools
+import hashlib
+import importlib.util
+import json
 import unicodedata
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
-__all__ = ["Skeleton", "look_alikes", "skeleton"]
+__all__ = ["Skeleton", "build_final", "build_table", "data_digest", "look_alikes", "skeleton"]
 
 #: Folding and mapping settle in two rounds; a third is a safety margin.
 _ROUNDS = 3
 
 
+#: The tables below, computed from the data once and shipped (``scripts/build_skeleton.py``):
+#: building them takes ~0.3 s, which a process's first fenced context would otherwise pay.
+_SHIPPED = Path(__file__).resolve().parent.parent / "data" / "skeleton.json"
+
+
+def data_digest() -> str:
+    """A digest of the installed ``confusables.json``: the shipped tables are used only when
+    they were built from these very bytes."""
+    spec = importlib.util.find_spec("confusable_homoglyphs")
+    origin = Path(spec.origin) if spec is not None and spec.origin else None
+    if origin is None:
+        return ""
+    try:
+        return hashlib.blake2b((origin.parent / "confusables.json").read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        return ""
+
+
+@functools.cache
+def _shipped() -> dict[str, Any] | None:
+    try:
+        data = json.loads(_SHIPPED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("digest") == data_digest() else None
+
+
 @functools.cache
 def _table() -> dict[int, str]:
     """``str.translate`` table: each character that is not its own prototype -> prototype."""
+    shipped = _shipped()
+    if shipped is not None:
+        return {int(k): v for k, v in shipped["table"].items()}
+    return build_table()
+
+
+def build_table() -> dict[int, str]:
+    """:func:`_table` computed from the data (what ``data/skeleton.json`` ships)."""
     # Imported on first use: loading the data (9,600 entries) takes about 0.1 s.
     from confusable_homoglyphs.confusables import confusables_data  # type: ignore[import-untyped]
 
@@ -79,7 +119,14 @@ def _prototype(star: set[str], linked: dict[str, set[str]]) -> str:
 def _final() -> dict[str, str]:
     """Each (case-folded) character that maps -> its skeleton, folded and mapped until it
     holds still, so that one pass over a text is enough."""
-    table = _table()
+    shipped = _shipped()
+    if shipped is not None:
+        return dict(shipped["final"])
+    return build_final(_table())
+
+
+def build_final(table: dict[int, str]) -> dict[str, str]:
+    """:func:`_final` computed from ``table``."""
     out: dict[str, str] = {}
     for code in table:
         text = chr(code)

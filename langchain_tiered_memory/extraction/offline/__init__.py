@@ -45,9 +45,12 @@ The user's own entity is named by the name stated in the turn, or :data:`USER_EN
 (``"user"``) when the turn states none; it carries ``relation_to_user: self``, as the LLM
 prompt asks too, so the entity layer can tell it apart. Proper nouns are capitalised words
 that do not start a sentence (unless already known, found by a rule, or several words
-long), minus pronouns, greetings, days and months; their type comes from their context
-("in X" → place, "work at X" → organization, "Inc"/"University" → organization, CamelCase
-or digits → product, nationalities and languages → topic, else other).
+long), minus pronouns, greetings, days and months and the grammar opening a sentence
+("Bye Joanna" → Joanna); their type comes from their context ("in X", "get to X" → place,
+"work at X" → organization, "Inc"/"University" → organization, CamelCase or digits →
+product, nationalities and languages → topic, else other), read in the assistant's replies
+too (they type the user's names and add none), and names listed by a word beside a place
+are places ("Tokyo and Kyoto, maybe Osaka").
 
 Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
 :mod:`.patterns` and :mod:`.rules` (the table above; :mod:`.changes` its rows of what is new:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .entities import NATIONALITIES, NOT_PROPER
+from .entities import NATIONALITIES, NOT_PROPER, not_a_name
 from .text import to_third_person
 
 #: A capitalised word (a name's, a place's): "Lisbon", "O'Neill", "McDonald's", "A380".
@@ -161,7 +161,8 @@ def place_name(text: str) -> str | None:
 def person_name(text: str) -> str | None:
     words = []
     for word in text.split():
-        if word.lower() in _NOT_NAMES or word.lower().endswith("ing"):
+        # "Thankfully, my son's ok", "Last Friday, my partner…": an adverb is no one's name.
+        if word.lower() in _NOT_NAMES or word.lower().endswith("ing") or not_a_name(word):
             break
         words.append(word[0].upper() + word[1:])
     return " ".join(words) or None

@@ -13,7 +13,7 @@ from ..schema import TurnExtraction
 from ...vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .changes import changes
 from .disclosures import disclosure
-from .entities import proper_spans, span_type
+from .entities import name_kinds, proper_spans
 from .patterns import (
     ADDRESSED,
     CLAUSE_SPLIT,
@@ -419,6 +419,11 @@ def _human_texts(messages: Sequence[BaseMessage]) -> list[str]:
     return [spoken(m)[1][:MAX_OFFLINE_CHARS] for m in messages if speaker(m) == "user"]
 
 
+def _other_texts(messages: Sequence[BaseMessage]) -> list[str]:
+    # What the assistant (or the other person of a chat) said: read for context only.
+    return [spoken(m)[1][:MAX_OFFLINE_CHARS] for m in messages if speaker(m) == "assistant"]
+
+
 def extract_rules(
     messages: Sequence[BaseMessage], known_entities: Sequence[str] = ()
 ) -> TurnExtraction:
@@ -452,19 +457,15 @@ def extract_rules(
 
     # Proper nouns: a capital that starts a sentence may be grammar, so such a word counts
     # only when it is known, found by a rule, several words long, or capitalised elsewhere.
-    spans = [(span, s) for s in sentences for span in proper_spans(s)]
-    mid_sentence = {span.text.casefold() for span, _ in spans if not span.initial}
+    said = [(s, proper_spans(s)) for s in sentences]
+    # What the other side of the turn says types the user's names and vouches for their
+    # capitals ("stay in Tokyo" in the reply), and makes no entity of its own: the rules
+    # read the user.
+    heard = [(s, proper_spans(s)) for text in _other_texts(messages) for s in split_sentences(text)]
+    spans = [(span, s) for s, found_spans in said for span in found_spans]
+    mid_sentence = {span.text.casefold() for _, found_spans in said + heard for span in found_spans if not span.initial}
     trusted = taken | set(canon) | mid_sentence
-    kinds: dict[str, str] = {}
-    before = "other"
-    for span, sentence in spans:  # any telling context types every mention ("in Paris")
-        key = span.text.casefold()
-        kind = span_type(span, sentence)
-        if kind == "other" and span.listed:
-            kind = before  # "in Rome, Paris and Berlin": the list shares its context
-        if kinds.get(key, "other") == "other":
-            kinds[key] = kind
-        before = kind
+    kinds = name_kinds(said + heard)
     for span, sentence in spans:
         key = span.text.casefold()
         if key in taken:

@@ -49,7 +49,7 @@ def split_sentences(text: str) -> list[str]:
             before = line[start : match.start()].rsplit(None, 1)
             word = before[-1].lower().rstrip(".") if before else ""
             after = line[match.end() : match.end() + 1]
-            if word in _ABBREVIATIONS or re.fullmatch(r"[a-z]", word) or (after and after.islower()):
+            if word in _ABBREVIATIONS or re.fullmatch(r"(?:[a-z]\.)*[a-z]", word) or (after and after.islower()):
                 continue
             piece = line[start : match.end()].strip()
             if piece:
