@@ -145,6 +145,14 @@ class Memories:
         self._parts.check_open()
         return self._parts.facts.page(user_id, memory_types, limit, offset)
 
+    def vectors(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, builtins.list[float]]:
+        """The stored embedding of each of ``user_id``'s memories among ``memory_ids``, by id:
+        what recall and the merge check compare. A memory not indexed yet, or another user's,
+        has none here."""
+        self._parts.check_open()
+        check_id("user_id", user_id)
+        return self._parts.facts.vectors(user_id, list(memory_ids))
+
     def count(self, user_id: str) -> int:
         """How many memories the user has, superseded ones included (what :meth:`list` pages
         through). One ``COUNT`` in the database: as cheap for 10,000 memories as for ten."""

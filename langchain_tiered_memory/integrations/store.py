@@ -243,20 +243,22 @@ class TieredMemoryStore(BaseStore):
 
     def _search_memories(self, user: str, prefix: tuple[str, ...], op: SearchOp) -> list[SearchItem]:
         end = op.offset + op.limit
-        ranked: list[tuple[Item, float | None, str]]
+        ranked: list[tuple[Item, float | None, MemoryEntry | None]]
         if op.query:
             hits = self.memory.memories.search(user, op.query, k=min(MAX_K, max(end * 3, 10)))
             addresses = self.memory.items.addresses.of([h.entry.id for h in hits])
-            ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score, h.entry.content) for h in hits]
+            ranked = [(_memory_item(h.entry, addresses.get(h.entry.id)), h.score, h.entry) for h in hits]
         else:
-            ranked = [(item, None, "") for item in self._listing(user, prefix)]
+            ranked = [(item, None, None) for item in self._listing(user, prefix)]
         ranked = [r for r in ranked if r[0].namespace[: len(prefix)] == prefix and matches(r[0].value, op.filter)]
         if op.query:
-            ranked = self._one_per_fact(ranked)
+            ranked = self._one_per_fact(user, ranked)
         out = [SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at, s) for i, s, _ in ranked[:end]]
         return out[op.offset : end]
 
-    def _one_per_fact(self, ranked: list[tuple[Item, float | None, str]]) -> list[tuple[Item, float | None, str]]:
+    def _one_per_fact(
+        self, user: str, ranked: list[tuple[Item, float | None, MemoryEntry | None]]
+    ) -> list[tuple[Item, float | None, MemoryEntry | None]]:
         """The ranked items less those whose memory says what a better-ranked one says.
 
         Keys stay separate memories (each key is its own item by ``BaseStore``'s contract: a
@@ -265,8 +267,13 @@ class TieredMemoryStore(BaseStore):
         embeddings above ``merge_threshold``. A listing (no query) shows every key."""
         if len(ranked) < 2:
             return ranked
-        texts = [text for _, _, text in ranked]
-        vectors = np.asarray(self.memory.admin.embeddings.embed_documents(texts), dtype=float)
+        entries = [entry for _, _, entry in ranked if entry is not None]
+        # The vectors the index holds (what the merge check compares); only a memory not
+        # indexed yet is embedded here.
+        stored = self.memory.memories.vectors(user, [e.id for e in entries])
+        missing = [e.content for e in entries if e.id not in stored]
+        made = iter(self.memory.admin.embeddings.embed_documents(missing) if missing else [])
+        vectors = np.asarray([stored[e.id] if e.id in stored else next(made) for e in entries], dtype=float)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         unit = vectors / np.where(norms == 0, 1.0, norms)
         threshold = self.memory.config.merge_threshold

@@ -271,6 +271,12 @@ class FactLayer:
         """Memories with their point written."""
         return self._storage.memories.indexed_count()
 
+    def vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored embedding of each of the user's memories among ``ids`` that has one in
+        the space in use (read from the index, not embedded again)."""
+        owned = self._storage.memories.get_many(list(ids), user_id=user_id)
+        return self._index.vectors(list(owned)) if owned and self._index.available() else {}
+
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """The indexed text of the memories among ``ids``."""
         return {i: r.content for i, r in self._storage.memories.get_many(list(ids)).items()}
