@@ -11,11 +11,13 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import langchain_tiered_memory.embeddings.minilm as minilm_module
 import langchain_tiered_memory.embeddings.minilm_graph as graph_module
 from langchain_tiered_memory import MiniLMEmbeddings
 from langchain_tiered_memory.embeddings.minilm_graph import FusedGraphError, build_fused
@@ -35,6 +37,15 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh cache directory: the first load builds the graph."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     return tmp_path / "cache" / "langchain-tiered-memory" / "onnx"
+
+
+@pytest.fixture(autouse=True)
+def _sessions_loaded_here() -> Iterator[None]:
+    """Each test loads its sessions itself (the process shares loaded ones), so what a load
+    does (build the graph, warn, fall back) happens in the test that looks at it."""
+    minilm_module._forget_sessions()
+    yield
+    minilm_module._forget_sessions()
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +106,7 @@ def test_a_corrupt_cached_graph_falls_back_with_a_warning(
     MiniLMEmbeddings().embed_query("build it")
     (path,) = cache.glob("*.onnx")
     path.write_bytes(b"not an onnx model")
+    minilm_module._forget_sessions()  # as a new process would: it loads the file anew
     emb = MiniLMEmbeddings()
     with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
         vectors = emb.embed_documents(TEXTS)
