@@ -427,6 +427,38 @@ def test_interrupted_reindex_resumes_without_redoing_points(make):
     assert backend.info().mismatch is None
 
 
+def test_a_reindex_to_a_model_of_the_same_width_leaves_the_old_space_whole_until_it_finishes():
+    """Processes still on the old model (a deployment's other servers) search during the
+    reindex: they must find what they found before, never a mix of two spaces."""
+    client = QdrantClient(":memory:")
+    try:
+        old = QdrantServerBackend(client=client, dimension=DIM, model_id=EMB.model_id, schema=SCHEMA)
+        texts = [f"memory {i} about subject{i} and thing{i}" for i in range(8)]
+        pts = [point(t) for t in texts]
+        old.upsert(pts)
+
+        def other_space(batch):  # the same width, another space: the old vectors reversed
+            return [list(reversed(v)) for v in EMB.embed_documents(batch)]
+
+        new = QdrantServerBackend(client=client, dimension=DIM, model_id="another-model", schema=SCHEMA)
+        new.begin_reindex()
+        new.update_vectors([PointData(p.id, v, p.text) for p, v in zip(pts[:4], other_space(texts[:4]))])
+        # Half-way: the old model's searches, from a memory opened before and one opened now.
+        late = QdrantServerBackend(client=client, dimension=DIM, model_id=EMB.model_id, schema=SCHEMA)
+        for backend in (old, late):
+            assert backend.info().mismatch is None
+            assert [backend.dense(EMB.embed_query(t), mine(), 1)[0].id for t in texts] == [p.id for p in pts]
+        assert "unfinished reindex" in new.info().mismatch  # the new model waits for the whole space
+        assert reindex_backend(new, other_space, lambda ids: {p.id: p.text for p in pts if p.id in ids}) == 4
+        assert new.info().mismatch is None and new.info().vector_name != old.vector_name
+        assert [new.dense(other_space([t])[0], mine(), 1)[0].id for t in texts] == [p.id for p in pts]
+        late.close()
+        late = QdrantServerBackend(client=client, dimension=DIM, model_id=EMB.model_id, schema=SCHEMA)
+        assert "reindex" in late.info().mismatch  # once switched, the old model is refused
+    finally:
+        client.close()
+
+
 def test_an_empty_collection_adopts_a_new_model(make):
     backend = make()
     backend = make.reopen(backend, dimension=16, model_id="hashing-16")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import EmbeddingMismatchError, VectorStoreError
@@ -358,13 +358,15 @@ class BaseBackend(abc.ABC):
             if not target and (meta["model_id"], meta["dimension"]) == want:
                 return
             vectors = dict(meta["vectors"])
-            if self.dimension == meta["dimension"]:
-                name = meta["vector"]
-            else:
-                name = f"{DENSE_VECTOR}_{self.dimension}"
-                if vectors.get(name) != self.dimension:
-                    self._add_vector(name, self.dimension)
-                    vectors[name] = self.dimension
+            # Always a vector of its own, never the live one rewritten in place: until the
+            # switch, whoever still embeds with the old model searches the old vectors whole
+            # rather than a mix of two spaces that compare as noise.
+            name = next(n for n in _vector_names(self.dimension) if n != meta["vector"])
+            if vectors.get(name) != self.dimension:
+                if name in vectors:  # a left-over of another width under this name
+                    self._drop_vector(name)
+                self._add_vector(name, self.dimension)
+                vectors[name] = self.dimension
             meta["vectors"] = vectors
             meta["target"] = {"model_id": self.model_id, "dimension": self.dimension, "vector": name}
             self._save_meta(meta)
@@ -414,6 +416,12 @@ class BaseBackend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _vector_names(dimension: int) -> Iterator[str]:
+    """The names a new dense vector of ``dimension`` may take, in order of preference."""
+    yield f"{DENSE_VECTOR}_{dimension}"
+    yield f"{DENSE_VECTOR}_{dimension}_b"
 
 
 def check_vector(vector: Sequence[float], dimension: int) -> list[float]:

@@ -115,7 +115,12 @@ def shard_config(
         # Every candidate's filter fields are read from the payload: cold (on-disk)
         # payload made a top-5 ~60% slower.
         payload_memory=qe.Memory.Cached,
-        vectors={meta["vector"]: qe.EdgeVectorParams(size=meta["dimension"], distance=qe.Distance.Cosine)},
+        # Every dense vector the shard holds: two while a reindex is under way (the live
+        # one and its successor), and a shard loads only with the config it was written in.
+        vectors={
+            name: qe.EdgeVectorParams(size=int(size), distance=qe.Distance.Cosine)
+            for name, size in (meta.get("vectors") or {meta["vector"]: meta["dimension"]}).items()
+        },
         sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         quantization_config=(
             qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=_QUANTILE, memory=qe.Memory.Cached)

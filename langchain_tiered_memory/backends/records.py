@@ -173,7 +173,13 @@ def mismatch_message(
     expected: tuple[str, int],
     reindex_target: str | None = None,
 ) -> str | None:
-    """The :class:`EmbeddingMismatchError` message for a collection, or None if usable."""
+    """The :class:`EmbeddingMismatchError` message for a collection, or None if usable.
+
+    During a reindex the old model's embeddings stay usable: the old vectors stay whole
+    until it finishes (the new ones are written beside them), so a process still on the old
+    model reads and writes the old space; the new model waits for the whole new space."""
+    if reindex_target is not None and stored == expected:
+        return None
     if reindex_target is not None:
         return (
             f"the vector index at {location} has an unfinished reindex to "
