@@ -494,9 +494,9 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
                 for q in queries for grains in (None, GRAINS, ["session"])]
 
     for k in (1, 3, 8):
-        monkeypatch.setattr(ranking, "_BATCH_PER_RESULT", 1)  # batches as small as they go
+        monkeypatch.setattr(ranking, "_BATCH_MARGIN", 0)  # batches as small as they go (k)
         lazy = ranked(k)
-        monkeypatch.setattr(ranking, "_BATCH_PER_RESULT", 10_000)  # one batch: every record read
+        monkeypatch.setattr(ranking, "_BATCH_MARGIN", 10_000)  # one batch: every record read
         assert ranked(k) == lazy
     monkeypatch.undo()
     assert any(len(r) == 8 for r in ranked(8))  # the case where batches matter was exercised

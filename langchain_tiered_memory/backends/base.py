@@ -53,10 +53,6 @@ class Search(NamedTuple):
     """One search as :meth:`BaseBackend._query` takes it: the points nearest ``vector`` (a
     dense list or the engine's sparse vector) by the vector ``using``, under the engine
     filter ``flt``, at most ``limit``, with the payload ``fields`` (``None``: all of it).
-
-    With ``among`` (a sparse vector), only the points that its BM25 search finds under the
-    same filter and limit are scored: the cosines of a sparse leg's hits, in the same batch
-    as the leg instead of a second trip.
     """
 
     vector: Any
@@ -64,7 +60,6 @@ class Search(NamedTuple):
     flt: Any
     limit: int
     fields: Sequence[str] | None = None
-    among: Any = None
 
 
 class HybridHits(NamedTuple):
@@ -309,26 +304,40 @@ class BaseBackend(abc.ABC):
         of the engine, one round trip to a server)."""
         self._require_vectors()
         batch: list[Search] = []
-        legs: list[tuple[int, int | None]] = []
+        legs: list[tuple[list[float], Any, int | None]] = []
         for vector, text, where, limit in searches:
             flt = self.filters.build(where)
             dense = check_vector(vector, self.dimension)
             batch.append(Search(dense, self.vector_name, flt, limit, fields))
-            dense_at, sparse_at = len(batch) - 1, None
+            sparse_at = None
             indices, values = bm25_query(text)
             if indices:
-                sparse = self._sparse_vector(indices, values)
-                batch.append(Search(sparse, SPARSE_VECTOR, flt, limit, fields))
-                # The cosines of the sparse leg's hits: the same BM25 search, scored by the vector.
-                batch.append(Search(dense, self.vector_name, flt, limit, (), among=sparse))
-                sparse_at = len(batch) - 2
-            legs.append((dense_at, sparse_at))
+                batch.append(Search(self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
+                sparse_at = len(batch) - 1
+            legs.append((dense, flt, sparse_at))
         found = self._query_many(batch)
-        return [
-            HybridHits(found[d], found[s], {h.id: h.score for h in found[s + 1]}) if s is not None
-            else HybridHits(found[d], [], {})
-            for d, s in legs
-        ]
+        # The cosine of each sparse hit: the dense leg's score where it found it too, else
+        # an exact search among the few it did not (a second, small batch). Searching the
+        # sparse leg again as a prefetch to score its hits cost as much as the leg itself.
+        out: list[HybridHits] = []
+        missing: list[tuple[int, list[str]]] = []
+        rescore: list[Search] = []
+        at = 0
+        for dense, _, sparse_at in legs:
+            dense_hits = found[at]
+            sparse_hits = found[sparse_at] if sparse_at is not None else []
+            at += 1 if sparse_at is None else 2
+            known = {h.id: h.score for h in dense_hits}
+            cosines = {h.id: known[h.id] for h in sparse_hits if h.id in known}
+            out.append(HybridHits(dense_hits, sparse_hits, cosines))
+            rest = [h.id for h in sparse_hits if h.id not in known]
+            if rest:
+                missing.append((len(out) - 1, rest))
+                rescore.append(Search(dense, self.vector_name, self.filters.build(Where(ids=rest)), len(rest), ()))
+        if rescore:
+            for (i, _), scored in zip(missing, self._query_many(rescore)):
+                out[i].cosines.update({h.id: h.score for h in scored})
+        return out
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
         """Several :meth:`_query` calls (an engine that batches them overrides this)."""

@@ -462,12 +462,8 @@ class EdgeBackend(BaseBackend):
         qe = edge_module()
         fields = search.fields
         payload: Any = True if fields is None else (qe.PayloadSelector.Include(list(fields)) if fields else False)
-        prefetches = None
-        if search.among is not None:
-            prefetches = [qe.Prefetch(limit=search.limit, query=qe.Query.Nearest(search.among, using=SPARSE_VECTOR),
-                                      filter=search.flt)]
         return qe.QueryRequest(
-            limit=search.limit, query=qe.Query.Nearest(search.vector, using=search.using), prefetches=prefetches,
+            limit=search.limit, query=qe.Query.Nearest(search.vector, using=search.using),
             filter=search.flt, with_payload=payload,
             # Scores are similarities the ranking weighs: always the exact vectors' (the
             # int8 copy only chooses which points to score).

@@ -371,11 +371,8 @@ class QdrantServerBackend(BaseBackend):
         m = _models()
         requests = []
         for search in searches:
-            prefetch = None
-            if search.among is not None:
-                prefetch = m.Prefetch(query=search.among, using=SPARSE_VECTOR, filter=search.flt, limit=search.limit)
             requests.append(m.QueryRequest(
-                query=search.vector, using=search.using, prefetch=prefetch, filter=search.flt,
+                query=search.vector, using=search.using, filter=search.flt,
                 limit=search.limit, with_payload=_with_payload(search.fields),
             ))
         # One round trip for the lot.

@@ -86,7 +86,10 @@ class _Passage:
         if self.head is not None or thread_id != self.thread_id or not self.lines:
             return False
         low, high = min(self.lines) - 1, max(self.lines) + 1
-        return any(low <= s <= high for s in seqs)
+        for s in seqs:  # a loop, not any() of a generator: asked of every passage per evidence
+            if low <= s <= high:
+                return True
+        return False
 
 
 @dataclass(frozen=True)

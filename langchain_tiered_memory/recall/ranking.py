@@ -63,8 +63,11 @@ NEWS_RELEVANCE = 0.2
 #: the index did not return them, and those whose turns two places away are too.
 NEIGHBOURED = 20
 FAR_NEIGHBOURED = 10
-#: Records read per batch, per result wanted (the first batch usually settles the ranking).
-_BATCH_PER_RESULT = 2
+#: Records read in a batch beyond the ``k`` wanted (twice ``k`` read a hundred records a
+#: turn for the context's fifty): the first batch usually settles the ranking, and the loop
+#: reads on until nothing unread can reach the ``k``-th, so the result is a full read's
+#: whatever the batch.
+_BATCH_MARGIN = 10
 #: Reciprocal-rank constant of the pre-order that picks whose neighbours are read.
 _RRF = 60
 
@@ -148,14 +151,16 @@ class Ranker:
             for i, (u, p, r) in enumerate(zip(units, probability, relevance)) if r >= threshold
         ]
         pending.sort(key=lambda b: (-b[0], units[b[1]].at or datetime.max.replace(tzinfo=timezone.utc), units[b[1]].id))
-        batch = max(1, k) * _BATCH_PER_RESULT
+        # The k best and a margin for the ones diversity skips: read more only if needed.
+        batch = max(1, k + _BATCH_MARGIN)
         hits: list[Hit] = []
         best: list[Hit] = []
         while pending:
             if len(best) == k and pending[0][0] < best[-1].score:
                 break  # nothing unread can reach the k best
             chosen, pending = [i for _, i in pending[:batch]], pending[batch:]
-            read = [(units[i], float(probability[i]), relevance[i], rows[i]) for i in chosen]
+            named_of = _named_rows(rows[chosen])
+            read = [(units[i], float(probability[i]), relevance[i], rows[i], named_of[j]) for j, i in enumerate(chosen)]
             hits.extend(self._facts_of(user_id, [r for r in read if r[0].grain == "fact"], now))
             hits.extend(self._said_of(user_id, [r for r in read if r[0].grain != "fact"], cosines))
             hits.sort(key=lambda h: (-h.score, h.at, h.id))
@@ -223,7 +228,8 @@ class Ranker:
     # --- reading the records ------------------------------------------------------------
 
     def _said_of(
-        self, user_id: str, chosen: Sequence[tuple[Unit, float, float, np.ndarray]], cosines: Cosines | None,
+        self, user_id: str, chosen: Sequence[tuple[Unit, float, float, np.ndarray, dict[str, float]]],
+        cosines: Cosines | None,
     ) -> list[Hit]:
         if not chosen:
             return []
@@ -236,9 +242,9 @@ class Ranker:
         windows = [u.row for u, *_ in chosen if u.row is not None and u.grain == "window"]
         inner = [unit_id(w.thread_key, "turn", seq) for w in windows for seq in range(w.first_seq, w.last_seq + 1)]
         cos = {i: v for i, (v, _) in cosines(inner).items()} if cosines is not None and inner else {}
-        for unit, p, rel, row in chosen:
+        for unit, p, rel, row, named in chosen:
             c = unit.candidate
-            parts = _parts(c, rel, p, row)
+            parts = _parts(c, rel, p, row, named)
             if unit.grain == "session":
                 episode = episodes.get(unit.id)
                 if episode is None or episode.user_id != user_id:
@@ -258,16 +264,18 @@ class Ranker:
                            said))
         return out
 
-    def _facts_of(self, user_id: str, chosen: Sequence[tuple[Unit, float, float, np.ndarray]], now: datetime) -> list[Hit]:
+    def _facts_of(
+        self, user_id: str, chosen: Sequence[tuple[Unit, float, float, np.ndarray, dict[str, float]]], now: datetime,
+    ) -> list[Hit]:
         if not chosen:
             return []
-        by_id = {u.id: (p, rel, row) for u, p, rel, row in chosen}
+        by_id = {u.id: (p, rel, named) for u, p, rel, _, named in chosen}
         out = []
         for s in self._facts.score(user_id, [u.candidate for u, *_ in chosen], now, threshold=0.0):  # applied already
-            p, rel, row = by_id[s.row.id]
+            p, rel, named = by_id[s.row.id]
             value = p + scoring.TIE_BREAK * (min(1.0, max(0.0, s.parts.effective_importance)) - 0.5)
             parts = s.parts.model_copy(update={"relevance": rel, "score": value, "probability": p,
-                                               "features": _named(row)})
+                                               "features": named})
             out.append(Hit("fact", s.row.id, datetime.fromisoformat(s.row.valid_from), rel, value, parts,
                            tuple(s.row.source_messages), row=s.row))
         return out
@@ -299,22 +307,21 @@ def _relevance(units: Sequence[Unit], rows: np.ndarray, named: TimeRange | None,
     return out
 
 
-def _named(row: np.ndarray) -> dict[str, float]:
-    # The nonzero features only, read in one numpy step (a hundred rows a turn).
-    import numpy as np  # here, not at module level: importing the package loads no numpy
-
-    where = np.flatnonzero(row)
-    return {FEATURES[i]: round(v, 6) for i, v in zip(where.tolist(), row[where].tolist())}
+def _named_rows(rows: np.ndarray) -> list[dict[str, float]]:
+    """Each row's nonzero features by name (what ``explain`` shows): the rows read out of
+    numpy at once, a per-row numpy step cost ten times as much (a hundred rows a turn)."""
+    return [{FEATURES[i]: round(v, 6) for i, v in enumerate(row) if v} for row in rows.tolist()]
 
 
-def _parts(c: Candidate, relevance: float, probability: float, row: np.ndarray) -> scoring.ScoreParts:
+def _parts(c: Candidate, relevance: float, probability: float, row: np.ndarray,
+           named: dict[str, float]) -> scoring.ScoreParts:
     """The score of something said (a turn, a window, a session): the model's probability,
     and to a question about now the latest wins a near-tie (:func:`~..scoring.said_prior`;
     the ``stale_age`` feature is set only then)."""
     stale = float(row[_STALE])
     value = probability if stale <= 0 else probability + scoring.TIE_BREAK * (scoring.said_prior(stale) - 0.5)
     return scoring.ScoreParts(relevance=relevance, dense=c.dense, sparse=c.sparse, probability=probability,
-                              features=_named(row), score=value)
+                              features=named, score=value)
 
 
 _STALE = FEATURES.index("stale_age")
