@@ -261,6 +261,29 @@ def test_stats_shows_counts_disk_size_queue_and_failed_jobs(prepared):
     assert "1 failed" in out and "failed jobs (1" in out and "ExtractionError" in out
 
 
+def test_jobs_list_names_each_job_in_words_and_json_keeps_the_raw_key(prepared):
+    text, data = _run_all([("--data-dir", prepared, "jobs", "list", "--limit", "100"),
+                           ("--data-dir", prepared, "jobs", "list", "--limit", "100", "--json")])
+    assert text.returncode == 0 and data.returncode == 0, text.stderr + data.stderr
+    jobs = json.loads(data.stdout)
+    lines = text.stdout.splitlines()
+    assert len(jobs) == len(lines) - sum(line.startswith("      ") for line in lines) > 0
+    kinds = {"extract": "extraction", "episode": "episode"}
+    for job in jobs:
+        key = job["key"]  # the journal's own key, e.g. extract:2:{"through_seq": 27}
+        kind, thread_key, payload = key.split(":", 2)
+        assert kind == job["kind"] and thread_key.isdigit()
+        through = json.loads(payload)["through_seq" if kind == "extract" else "last_seq"]
+        label = f"{kinds[kind]} · thread {job['thread_id']} · through message {through}"
+        assert any(line.startswith(f"{label}  {job['status']}  user {job['user_id']}  ") for line in lines), (
+            label, text.stdout)
+        assert key not in text.stdout and payload not in text.stdout
+    assert not any("{" in line or "through_seq" in line for line in lines if not line.startswith(" "))
+    # Carol's extraction failed for good: shown in words, its reason under it.
+    assert any(line.startswith("extraction · thread c1 · through message 1  failed  user carol  1 attempt, ")
+               for line in lines), text.stdout
+
+
 # --- forgetting -------------------------------------------------------------------------
 
 

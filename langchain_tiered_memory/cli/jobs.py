@@ -5,6 +5,10 @@ the jobs that failed for good (a model down past the retry horizon), ``--offline
 the jobs waiting for a chat model to the offline rules. The jobs then run in this process,
 with the model the environment configures (``OPENAI_API_KEY``...) or the offline rules, and
 the command says how they ended.
+
+``list`` names each job in words, as the inspector's jobs page does (``extraction · thread
+t1 · through message 27``: its kind, the thread's id, the last message it covers);
+``--json`` gives the journal's own records, raw keys included.
 """
 
 from __future__ import annotations
@@ -42,16 +46,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    # The inspector's jobs page names a job in the same words (one helper, no web extra needed).
+    from ..inspector.source import job_label
+
     with common.open_memory(args, look=True) as memory:
         jobs = memory.admin.jobs.list(status="failed" if args.failed else None, user_id=args.user, limit=args.limit)
     if args.json:
-        common.print_json(jobs)
+        common.print_json(jobs)  # the raw keys: what scripts match on
         return 0
     if not jobs:
         print("no jobs")
     for job in jobs:
-        where = f"{job.user_id}/{job.thread_id}" if job.thread_id else job.user_id
-        print(f"{job.key}  {job.status}  {where}  {job.attempts} attempts, {common.when(job.updated_at)}")
+        # "extraction · thread t1 · through message 27", not the key `extract:2:{"through_seq": 27}`
+        # (the thread's internal number and a JSON payload): --json keeps the key.
+        tries = f"{job.attempts} attempt{'' if job.attempts == 1 else 's'}"
+        print(f"{job_label(job)}  {job.status}  user {job.user_id}  {tries}, {common.when(job.updated_at)}")
         if job.waits_for:
             print(f"      waits for {job.waits_for}")
         if job.reason and job.status != "done":

@@ -130,14 +130,21 @@ class JobHandlers:
         new = [m for m in self._turns.messages(thread.key, first, through) if m.type != "system"]
         evicted = [m for m in self._turns.messages(thread.key, ev_first, ev_last) if m.type != "system"]
         current = self._summary.current(thread)
-        known = [e.name for e in self._entities.relevant(thread.user_id, None, limit=50)]
+        from ..extraction.offline import OfflineExtractor
+
+        stored = self._entities.relevant(thread.user_id, None, limit=50)
+        known = [e.name for e in stored]
         extractor = self._extractor()
+        # The rules also take the types stored (a name listed with a known place is one); the
+        # Extractor protocol has names only, which an extractor of one's own implements.
+        typed = {"known_types": {e.name: e.type for e in stored}} if isinstance(extractor, OfflineExtractor) else {}
         extraction = extractor.extract_turn(
             new,
             summary=current,
             evicted=evicted,
             known_entities=known,
             summary_max_tokens=self.config.summary_max_tokens,
+            **typed,
         )
         summary = None
         if evicted:

@@ -8,7 +8,7 @@ for full-text search, each database its own way (``text_search.py``: FTS5 on SQL
 
 from __future__ import annotations
 
-from ..vocabulary import MANY_VALUED_ATTRIBUTES, VALUE_SEPARATOR
+from ..vocabulary import MANY_VALUED_ATTRIBUTES, RELATION_ATTRIBUTE, SELF, USER_ENTITY, VALUE_SEPARATOR
 from .database import Database, Tx, chunks
 from .rows import AttributeRow, EntityRow, EntityUpdate
 
@@ -66,6 +66,16 @@ def upsert_entity(tx: Tx, user_id: str, thread_id: str, update: EntityUpdate, no
     row = tx.one(
         "SELECT id, type FROM entities WHERE user_id = ? AND name_key = ?", (user_id, update.name_key)
     )
+    if row is None and update.attributes.get(RELATION_ATTRIBUTE) == SELF and update.name_key != USER_ENTITY:
+        # The user says their name: the profile kept under the placeholder until now becomes
+        # theirs, attributes and history with it (one profile, never "user" beside "Alice").
+        row = tx.one(
+            "SELECT e.id, e.type FROM entities e JOIN entity_attributes a ON a.entity_id = e.id "
+            "WHERE e.user_id = ? AND e.name_key = ? AND a.key = ? AND a.value = ? AND a.superseded_at IS NULL",
+            (user_id, USER_ENTITY, RELATION_ATTRIBUTE, SELF),
+        )
+        if row is not None:
+            tx.execute("UPDATE entities SET name_key = ? WHERE id = ?", (update.name_key, row[0]))
     if row is None:
         entity_id = tx.insert(
             "INSERT INTO entities (user_id, name, name_key, type, search_text, source, created_at, "

@@ -41,18 +41,29 @@ pattern (examples)                            result                       impor
 capitalised proper nouns                      entity (no memory)           —
 ============================================  ===========================  ==========
 
-The user's own entity is named by the name stated in the turn, or :data:`USER_ENTITY`
-(``"user"``) when the turn states none; it carries ``relation_to_user: self``, as the LLM
-prompt asks too, so the entity layer can tell it apart. Proper nouns are capitalised words
+The user's own entity is named by the name stated in the turn ("I'm Alice"), else by the
+one the user's messages carry (a named speaker, ``HumanMessage(..., name="Caroline")`` or
+"Caroline: …", which the LLM prompt shows as "user [Caroline]"; a handle or a role,
+"alice_w", "user", names no one, nor do two speakers in one turn: :mod:`.speakers`), else
+:data:`USER_ENTITY` (``"user"``), the placeholder the entity layer files under the name the
+user gave earlier; it carries ``relation_to_user: self``, as the LLM prompt asks too, so the
+entity layer can tell it apart. The word "user" in a text, a pronoun or a sentence's
+grammar never makes an entity. Proper nouns are capitalised words
 that do not start a sentence (unless already known, found by a rule, or several words
 long), minus pronouns, greetings, days and months and the grammar opening a sentence
 ("Bye Joanna" → Joanna); their type comes from their context ("in X", "get to X" → place,
 "work at X" → organization, "Inc"/"University" → organization, CamelCase or digits →
 product, nationalities and languages → topic, else other), read in the assistant's replies
 too (they type the user's names and add none), and names listed by a word beside a place
-are places ("Tokyo and Kyoto, maybe Osaka").
+are places ("Tokyo and Kyoto, maybe Osaka"). Given the types already stored
+(``known_types``, ``{"Kyoto": "place"}``), a known name the turn says nothing telling of keeps
+its type, and a name listed by a word with a known place is one ("Kyoto and Uji" the turn
+after "I'm flying to Kyoto"); only places spread so, a list of people or companies being as
+often mixed. A turn alone that names no known place and gives no context ("We'll also see Uji
+and Osaka") types nothing: "see X" is said of people, bands and shows as often as of places.
 
 Modules, one job each: :mod:`.text` (sentences, pronouns), :mod:`.entities` (proper nouns),
+:mod:`.speakers` (the name a user's messages carry),
 :mod:`.patterns` and :mod:`.rules` (the table above; :mod:`.changes` its rows of what is new:
 a pastime taken up, a switch, a new possession; :mod:`.phrases` cuts what a pattern captured
 down to a value), :mod:`.summary` (extractive summaries

@@ -10,13 +10,14 @@ context: "in/from/near/visit X", "get to X", "the train to X", "trip to X" → p
 "to" end of "from <place> to X"; "work at X" → organization, "Inc"/"University" →
 organization, CamelCase or digits → product, nationalities and languages → topic, else
 other. Names listed together share their type (:mod:`.rules` types a list by a word, "Tokyo
-and Kyoto, maybe Osaka", as a place when one of them is one anywhere in the turn).
+and Kyoto, maybe Osaka", as a place when one of them is one anywhere in the turn, or was
+typed a place in an earlier turn: the types the memory already holds, ``known_types``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = ["NATIONALITIES", "NOT_A_NAME", "NOT_PROPER", "Span", "not_a_name", "name_kinds", "proper_spans", "sentence_types", "span_type"]
@@ -350,9 +351,13 @@ def sentence_types(spans: list[Span], sentence: str) -> list[str]:
     return kinds
 
 
-def name_kinds(said: Sequence[tuple[str, list[Span]]]) -> dict[str, str]:
+def name_kinds(said: Sequence[tuple[str, list[Span]]], known: Mapping[str, str] | None = None) -> dict[str, str]:
     """Each name's type (casefolded) from the sentences it was said in, with their spans:
-    any telling context types every mention ("in Paris"), and a list shares its type."""
+    any telling context types every mention ("in Paris"), and a list shares its type.
+
+    ``known`` holds the types already stored for the user's names (casefolded): a known name
+    the turn says nothing telling of keeps its type ("Kyoto was lovely" after "flying to
+    Kyoto"), and so types a list it is in ("Kyoto and Uji" makes Uji a place)."""
     kinds: dict[str, str] = {}
     lists: list[list[str]] = []  # names said in one list by a word ("Tokyo and Kyoto, maybe Osaka")
     for sentence, found_spans in said:
@@ -370,9 +375,14 @@ def name_kinds(said: Sequence[tuple[str, list[Span]]]) -> dict[str, str]:
                 lists.append([key])
             if span.conjoined:
                 lists[-1].append("")  # marks a list joined by a word
-    # Names listed by a word beside a place are places, wherever the place was typed
-    # ("Tokyo and Kyoto for sure, maybe Osaka" beside "in Kyoto"); a comma alone may
-    # address someone ("Wow, Calvin, Tokyo looks incredible!").
+    for key, kind in (known or {}).items():
+        if kinds.get(key) == "other" and kind != "other":
+            kinds[key] = kind  # typed in an earlier turn: this turn says nothing against it
+    # Names listed by a word beside a place are places, wherever the place was typed (in
+    # this turn: "Tokyo and Kyoto for sure, maybe Osaka" beside "in Kyoto"; or in an
+    # earlier one, ``known``); a comma alone may address someone ("Wow, Calvin, Tokyo looks
+    # incredible!"). Only places: a list of people or of companies is as often mixed
+    # ("Ana and Google").
     for _ in range(3):
         for names in lists:
             if "" in names and any(kinds[k] == "place" for k in names if k):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage
 
@@ -12,6 +12,7 @@ from ...errors import InvalidInputError
 from ..arguments import check_messages, check_names, check_summary, check_tokens
 from ..schema import EpisodeExtraction, TurnExtraction
 from ...tokens import TiktokenCounter, TokenCounter
+from ...vocabulary import entity_type
 from .rules import extract_rules
 from .summary import compress_extractive, extractive_episode, extractive_summary
 
@@ -90,14 +91,21 @@ class OfflineExtractor(ExtractiveSummaries):
         evicted: Sequence[BaseMessage] = (),
         known_entities: Sequence[str] = (),
         summary_max_tokens: int = 2000,
+        known_types: Mapping[str, str] | None = None,
     ) -> TurnExtraction:
-        """Rule-based entities and memories of the turn; with ``evicted``, the summary."""
+        """Rule-based entities and memories of the turn; with ``evicted``, the summary.
+
+        ``known_types`` (beyond the :class:`~langchain_tiered_memory.extraction.Extractor`
+        protocol): the stored type of known names, ``{"Kyoto": "place"}``, so that a name
+        keeps the type an earlier turn gave it and a name listed with a known place is one.
+        """
         turn = check_messages(messages, "messages")
         gone = check_messages(evicted, "evicted")
         summary = check_summary(summary)
         known = check_names(known_entities)
+        types = _check_types(known_types)
         budget = check_tokens(summary_max_tokens, "summary_max_tokens")
-        result = extract_rules(turn, known)
+        result = extract_rules(turn, known, types)
         if gone:
             folded = self.fold_summary(gone, previous=summary, max_tokens=budget)
             result = result.model_copy(update={"summary": folded or None})
@@ -109,3 +117,18 @@ class OfflineExtractor(ExtractiveSummaries):
         if not turn:
             raise InvalidInputError("extract_episode needs at least one message")
         return extractive_episode(turn, self.counter)
+
+
+def _check_types(types: object) -> dict[str, str]:
+    """``known_types`` as ``{name: entity type}``; :class:`InvalidInputError` if it is not one."""
+    if types is None:
+        return {}
+    if not isinstance(types, Mapping):
+        raise InvalidInputError(f"known_types must be a mapping of names to entity types, got {type(types).__name__}")
+    out = {}
+    for name, kind in types.items():
+        if not isinstance(name, str) or not isinstance(kind, str):
+            raise InvalidInputError("known_types maps names (str) to entity types (str), e.g. {'Kyoto': 'place'}")
+        if name.strip() and (known := entity_type(kind)) is not None:
+            out[" ".join(name.split())] = known
+    return out

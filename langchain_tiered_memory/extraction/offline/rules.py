@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
@@ -13,6 +13,7 @@ from ..schema import TurnExtraction
 from ...vocabulary import RELATION_ATTRIBUTE, SELF, USER_ENTITY
 from .changes import changes
 from .disclosures import disclosure
+from .speakers import speaker_name
 from .entities import name_kinds, proper_spans
 from .patterns import (
     ADDRESSED,
@@ -425,10 +426,12 @@ def _other_texts(messages: Sequence[BaseMessage]) -> list[str]:
 
 
 def extract_rules(
-    messages: Sequence[BaseMessage], known_entities: Sequence[str] = ()
+    messages: Sequence[BaseMessage], known_entities: Sequence[str] = (), known_types: Mapping[str, str] | None = None
 ) -> TurnExtraction:
-    """The rule-based entities and memories of a turn (the user's messages only)."""
-    canon = {name.casefold(): name for name in known_entities}
+    """The rule-based entities and memories of a turn (the user's messages only);
+    ``known_types``: the stored type of each known name (see :func:`.entities.name_kinds`)."""
+    known = {name.casefold(): kind for name, kind in (known_types or {}).items()}
+    canon = {name.casefold(): name for name in [*known_entities, *(known_types or {})]}
     rules = _Rules(canon)
     sentences = [s for text in _human_texts(messages) for s in split_sentences(text)]
     found = rules.found
@@ -445,7 +448,9 @@ def extract_rules(
     entities: list[dict[str, object]] = []
     taken: set[str] = set()
     if found.user_name or found.user_attrs:
-        name = found.user_name or USER_ENTITY
+        # The name the turn states, else the one its messages carry, else the placeholder the
+        # entity layer files under the name the user gave earlier (as the LLM's answers are).
+        name = found.user_name or rules.name(speaker_name(messages) or USER_ENTITY)
         attrs = {**found.user_attrs, RELATION_ATTRIBUTE: SELF}
         entities.append({"name": name, "type": "person", "attributes": attrs})
         taken.add(name.casefold())
@@ -465,7 +470,7 @@ def extract_rules(
     spans = [(span, s) for s, found_spans in said for span in found_spans]
     mid_sentence = {span.text.casefold() for _, found_spans in said + heard for span in found_spans if not span.initial}
     trusted = taken | set(canon) | mid_sentence
-    kinds = name_kinds(said + heard)
+    kinds = name_kinds(said + heard, known)
     for span, sentence in spans:
         key = span.text.casefold()
         if key in taken:
