@@ -30,6 +30,9 @@ def test_the_unnamed_profile_becomes_the_users_once_they_say_their_name(memory):
     _say(memory, "I live in Lisbon and I hate mushrooms")
     (me,) = _selves(memory)
     assert me.name == USER_ENTITY and me.attributes["location"] == "Lisbon"
+    block = memory.before_turn("alice", "t2", "where do I live?").memory_block
+    # Shown as the user's own profile, not as a person named "user".
+    assert "- the user (no name given yet): location: Lisbon" in block and "- user (person)" not in block
     _say(memory, "I'm Alice, by the way.", "I also hate flying.")
     (me,) = _selves(memory)  # one profile: the placeholder's became Alice's
     assert me.name == "Alice"

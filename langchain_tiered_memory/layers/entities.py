@@ -105,8 +105,15 @@ def render(entity: Entity) -> str:
     """One line of the entities section (whitespace collapsed: one entity, one line)."""
     # A key is quoted as the words it joins with "_" (fence.quote_key); the section's text is
     # quoted as a whole when the block is rendered.
-    attrs = "; ".join(f"{quote_key(k)}: {v}" for k, v in entity.attributes.items())
-    line = f"- {entity.name} ({entity.type})" + (f": {attrs}" if attrs else "")
+    shown = dict(entity.attributes)
+    head = f"{entity.name} ({entity.type})"
+    if name_key(entity.name) == USER_ENTITY and shown.get(RELATION_ATTRIBUTE) == SELF:
+        # The user's own profile before they gave a name: "user" is the placeholder it is
+        # kept under, not a person called User (it takes their name once they say it).
+        shown.pop(RELATION_ATTRIBUTE)
+        head = "the user (no name given yet)"
+    attrs = "; ".join(f"{quote_key(k)}: {v}" for k, v in shown.items())
+    line = f"- {head}" + (f": {attrs}" if attrs else "")
     return " ".join(line.split())
 
 
