@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import math
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import EmbeddingMismatchError, VectorStoreError
@@ -304,39 +304,36 @@ class BaseBackend(abc.ABC):
         of the engine, one round trip to a server)."""
         self._require_vectors()
         batch: list[Search] = []
-        legs: list[tuple[list[float], Any, int | None]] = []
+        legs: list[tuple[list[float], int, int | None]] = []
         for vector, text, where, limit in searches:
             flt = self.filters.build(where)
             dense = check_vector(vector, self.dimension)
             batch.append(Search(dense, self.vector_name, flt, limit, fields))
-            sparse_at = None
+            dense_at, sparse_at = len(batch) - 1, None
             indices, values = bm25_query(text)
             if indices:
                 batch.append(Search(self._sparse_vector(indices, values), SPARSE_VECTOR, flt, limit, fields))
                 sparse_at = len(batch) - 1
-            legs.append((dense, flt, sparse_at))
+            legs.append((dense, dense_at, sparse_at))
         found = self._query_many(batch)
         # The cosine of each sparse hit: the dense leg's score where it found it too, else
-        # an exact search among the few it did not (a second, small batch). Searching the
-        # sparse leg again as a prefetch to score its hits cost as much as the leg itself.
+        # a search among the few it did not, scored as the dense leg scores (one small batch
+        # for every leg). Searching the sparse leg again as a prefetch to score its hits cost
+        # as much as the leg itself.
         out: list[HybridHits] = []
-        missing: list[tuple[int, list[str]]] = []
-        rescore: list[Search] = []
-        at = 0
-        for dense, _, sparse_at in legs:
-            dense_hits = found[at]
+        rescore: list[tuple[HybridHits, Search]] = []
+        for dense, dense_at, sparse_at in legs:
+            dense_hits = found[dense_at]
             sparse_hits = found[sparse_at] if sparse_at is not None else []
-            at += 1 if sparse_at is None else 2
             known = {h.id: h.score for h in dense_hits}
-            cosines = {h.id: known[h.id] for h in sparse_hits if h.id in known}
-            out.append(HybridHits(dense_hits, sparse_hits, cosines))
+            hits = HybridHits(dense_hits, sparse_hits, {h.id: known[h.id] for h in sparse_hits if h.id in known})
+            out.append(hits)
             rest = [h.id for h in sparse_hits if h.id not in known]
             if rest:
-                missing.append((len(out) - 1, rest))
-                rescore.append(Search(dense, self.vector_name, self.filters.build(Where(ids=rest)), len(rest), ()))
+                rescore.append((hits, Search(dense, self.vector_name, self.filters.build(Where(ids=rest)), len(rest), ())))
         if rescore:
-            for (i, _), scored in zip(missing, self._query_many(rescore)):
-                out[i].cosines.update({h.id: h.score for h in scored})
+            for (hits, _), scored in zip(rescore, self._query_many([search for _, search in rescore])):
+                hits.cosines.update({h.id: h.score for h in scored})
         return out
 
     def _query_many(self, searches: Sequence[Search]) -> list[list[ScoredRecord]]:
@@ -370,7 +367,9 @@ class BaseBackend(abc.ABC):
             # Always a vector of its own, never the live one rewritten in place: until the
             # switch, whoever still embeds with the old model searches the old vectors whole
             # rather than a mix of two spaces that compare as noise.
-            name = next(n for n in _vector_names(self.dimension) if n != meta["vector"])
+            name = f"{DENSE_VECTOR}_{self.dimension}"
+            if name == meta["vector"]:  # the live one is already named so (an earlier change)
+                name += "_b"
             if vectors.get(name) != self.dimension:
                 if name in vectors:  # a left-over of another width under this name
                     self._drop_vector(name)
@@ -425,12 +424,6 @@ class BaseBackend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _vector_names(dimension: int) -> Iterator[str]:
-    """The names a new dense vector of ``dimension`` may take, in order of preference."""
-    yield f"{DENSE_VECTOR}_{dimension}"
-    yield f"{DENSE_VECTOR}_{dimension}_b"
 
 
 def check_vector(vector: Sequence[float], dimension: int) -> list[float]:

@@ -3,15 +3,16 @@ and the current summary. Each failure is an :class:`InvalidInputError` naming th
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from ..errors import InvalidInputError
+from ..vocabulary import entity_type
 from .normalise import brief, clean_text
 
-__all__ = ["check_messages", "check_names", "check_summary", "check_tokens"]
+__all__ = ["check_messages", "check_names", "check_summary", "check_tokens", "check_types"]
 
 
 def check_messages(messages: Any, field: str) -> list[BaseMessage]:
@@ -36,6 +37,22 @@ def check_names(names: Any) -> list[str]:
             raise InvalidInputError(f"known_entities holds {type(name).__name__}, not a name")
         if name.strip():
             out.append(clean_text(name))
+    return out
+
+
+def check_types(types: Any) -> dict[str, str]:
+    """Known names' stored types (``{"Kyoto": "place"}``, or ``None``), an unknown type left
+    out; :class:`InvalidInputError` for anything else."""
+    if types is None:
+        return {}
+    if not isinstance(types, Mapping):
+        raise InvalidInputError(f"known_types must be a mapping of names to entity types, got {type(types).__name__}")
+    out = {}
+    for name, kind in types.items():
+        if not isinstance(name, str) or not isinstance(kind, str):
+            raise InvalidInputError("known_types maps names (str) to entity types (str), e.g. {'Kyoto': 'place'}")
+        if name.strip() and (known := entity_type(kind)) is not None:
+            out[" ".join(name.split())] = known
     return out
 
 

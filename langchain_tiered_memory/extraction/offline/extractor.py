@@ -9,10 +9,9 @@ from collections.abc import Mapping, Sequence
 from langchain_core.messages import BaseMessage
 
 from ...errors import InvalidInputError
-from ..arguments import check_messages, check_names, check_summary, check_tokens
+from ..arguments import check_messages, check_names, check_summary, check_tokens, check_types
 from ..schema import EpisodeExtraction, TurnExtraction
 from ...tokens import TiktokenCounter, TokenCounter
-from ...vocabulary import entity_type
 from .rules import extract_rules
 from .summary import compress_extractive, extractive_episode, extractive_summary
 
@@ -103,7 +102,7 @@ class OfflineExtractor(ExtractiveSummaries):
         gone = check_messages(evicted, "evicted")
         summary = check_summary(summary)
         known = check_names(known_entities)
-        types = _check_types(known_types)
+        types = check_types(known_types)
         budget = check_tokens(summary_max_tokens, "summary_max_tokens")
         result = extract_rules(turn, known, types)
         if gone:
@@ -118,17 +117,3 @@ class OfflineExtractor(ExtractiveSummaries):
             raise InvalidInputError("extract_episode needs at least one message")
         return extractive_episode(turn, self.counter)
 
-
-def _check_types(types: object) -> dict[str, str]:
-    """``known_types`` as ``{name: entity type}``; :class:`InvalidInputError` if it is not one."""
-    if types is None:
-        return {}
-    if not isinstance(types, Mapping):
-        raise InvalidInputError(f"known_types must be a mapping of names to entity types, got {type(types).__name__}")
-    out = {}
-    for name, kind in types.items():
-        if not isinstance(name, str) or not isinstance(kind, str):
-            raise InvalidInputError("known_types maps names (str) to entity types (str), e.g. {'Kyoto': 'place'}")
-        if name.strip() and (known := entity_type(kind)) is not None:
-            out[" ".join(name.split())] = known
-    return out
