@@ -74,6 +74,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--l2", type=float, default=1.0, help="the L2 penalty of the pairwise fit (linear)")
     p.add_argument("--balance", default="locomo=1,plus=1,longchat=1",
                    help="each data set's share of the fit (queries weigh alike within a set)")
+    p.add_argument("--without", default="", help="features to leave out (comma-separated): an ablation, "
+                   "each read as 0 by the fit and the cross-validation")
     p.add_argument("--no-write", action="store_true", help="report only; leave the model as it is")
     return p.parse_args(argv)
 
@@ -341,6 +343,13 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tmp.name)
     work.mkdir(parents=True, exist_ok=True)
     queries = pools(args, work)
+    without = [f for f in args.without.split(",") if f]
+    unknown = sorted(set(without) - set(FEATURES))
+    if unknown:
+        raise SystemExit(f"--without: unknown features {', '.join(unknown)}")
+    for q in queries:
+        for f in without:
+            q.rows[:, FEATURES.index(f)] = 0.0
     model = fit(queries, args, balance)
     fitted = measure(lambda q: model, queries)
     cv = cross_validated(queries, args, balance)

@@ -9,8 +9,10 @@ unit's small row — never from its text, which is read only for the units that 
   each also as its rank in this query's pool and against this query's best, so that the
   model reads them calibrated whatever the embedder's or the index's scale;
 - **the messages beside it**: the best cosine and BM25 share of the turns one and two places
-  away, and of its thread (a session is about a few subjects; the answer to a question is
-  often the reply after the words that match it);
+  away, of the turn just before it (the answer to a question is often the reply after the
+  words that match it), and of its thread; the share of the pool said in its thread and
+  near it (a session is about a few subjects: one the search keeps meeting is likely the
+  one asked of);
 - **who said it**: the speaker the query names ("what did Caroline paint?"), the query's
   own speaker ("Caroline: I finally…", a message she says), the other side of a first- or
   second-person question;
@@ -18,7 +20,10 @@ unit's small row — never from its text, which is read only for the units that 
   a statement of the speaker's own state, goal, value or cause (:mod:`..text.disclosure`);
 - **when**: said in the time the query names, or telling of it; a time told, for a question
   asking when; news, for a question about now; how long before the query it was said;
-- **grain**: a long-term memory, a turn, a window, a session.
+- **grain**: a long-term memory, a turn, a window, a session;
+- **the query's own** (the same in every row of a pool, so they rank nothing alone but let
+  the model weigh the rest by them): its length, its best cosine and best BM25 in the pool
+  (a query whose words nothing shares leans on meaning, one a rare phrase matches on words).
 
 The features are values in about 0..1, named in :data:`FEATURES`; ``scoring.RankingModel``
 weighs them (fitted by ``benchmarks/fit_ranking.py``, cross-validated across
@@ -27,6 +32,7 @@ conversations). A feature no unit of a kind has is 0 for it.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,12 +48,14 @@ if TYPE_CHECKING:
     from ..index.points import Candidate
     from ..storage.units import UnitRow
 
-__all__ = ["FEATURES", "FILLER_WORDS", "TIME_SLACK", "Unit", "features"]
+__all__ = ["FEATURES", "FILLER_WORDS", "LOCAL_SEQS", "TIME_SLACK", "Unit", "features"]
 
 #: Slack around a named time (a thing said the evening before "yesterday" still counts).
 TIME_SLACK = timedelta(hours=12)
 #: Distinct content words below which a message is mostly names and pleasantries.
 FILLER_WORDS = 4
+#: The places either side of a turn whose pool turns count towards its ``local_share``.
+LOCAL_SEQS = 5
 #: Ranks (0-based) are read on a log scale up to this many.
 _RANKS = 100
 #: BM25 scores are read on a log scale up to this (a phrase of rare words in common).
@@ -65,8 +73,16 @@ FEATURES: tuple[str, ...] = (
     "in_time", "off_time", "tells_when", "news", "age", "stale_age",
     "fact", "window", "session", "implicit",
     "near_dense_content", "dense_filler",
+    "before_dense", "before_bm25", "thread_share", "local_share", "query_words", "top_dense", "top_bm25",
 )
 _INDEX = {name: i for i, name in enumerate(FEATURES)}
+_GRAIN_FLAGS = ("fact", "window", "session")
+#: The features written unit by unit (the rest are whole-pool numpy columns).
+_PER_UNIT = (
+    "near_dense", "near_bm25", "far_dense", "far_bm25", "before_dense", "before_bm25", "thread_dense",
+    "thread_bm25", "thread_share", "local_share", "named", "asker", "other_side", "asks", "filler", "length",
+    "discloses", "implicit", "in_time", "off_time", "tells_when", "news", "age", "stale_age", *_GRAIN_FLAGS,
+)
 
 
 @dataclass
@@ -94,6 +110,14 @@ class Unit:
 
 def _log_share(value: float, full: float) -> float:
     return min(1.0, math.log1p(max(0.0, value)) / math.log1p(full))
+
+
+def _log_shares(values: np.ndarray, full: float) -> np.ndarray:
+    """:func:`_log_share` of each of ``values``."""
+    import numpy as np
+
+    out: np.ndarray = np.minimum(1.0, np.log1p(np.maximum(0.0, values)) / math.log1p(full))
+    return out
 
 
 def _number(value: object) -> float:
@@ -134,67 +158,117 @@ def features(units: Sequence[Unit], asked: Asked, named: TimeRange | None, *, cu
     x[:, _INDEX["dense_gap"]] = cos - cos.max()
     x[:, _INDEX["sentence"]] = [u.sentence if u.sentence is not None else c for u, c in zip(units, cos)]
     x[:, _INDEX["dense_rank"]] = np.minimum(1.0, np.log1p(dense_rank) / log_ranks)
-    x[:, _INDEX["bm25"]] = [_log_share(b, _BM25_FULL) for b in bm25]
+    x[:, _INDEX["bm25"]] = _log_shares(bm25, _BM25_FULL)
     x[:, _INDEX["bm25_share"]] = share
     x[:, _INDEX["bm25_rank"]] = np.minimum(1.0, np.log1p(sparse_rank) / log_ranks)
+    x[:, _INDEX["query_words"]] = _log_share(len(asked.words), 40.0)
+    x[:, _INDEX["top_dense"]] = float(cos.max())
+    x[:, _INDEX["top_bm25"]] = _log_share(top_bm25, _BM25_FULL)
+
+    # Each column is written whole from a list: a numpy element set a unit and feature cost
+    # as much as the rest of the function (a few hundred units a turn).
+    column: dict[str, list[float]] = {name: [0.0] * n for name in _PER_UNIT}
+    cos_of, share_of = cos.tolist(), share.tolist()
 
     # The messages beside each turn, and the best of its thread, among the pool.
     place = {(u.row.thread_key, u.row.first_seq): i for i, u in enumerate(units) if u.row is not None and u.grain == "turn"}
     # Each thread's two best by cosine and by BM25 share: the best of a unit's thread but
     # itself is the first, or the second where it is the first (linear, not a scan a unit).
     best_in_thread: dict[int, tuple[list[tuple[float, int]], list[tuple[float, int]]]] = {}
+    # How much of the pool its thread holds, and how many pool turns sit within
+    # :data:`LOCAL_SEQS` places of it: where the search keeps landing.
+    in_thread: dict[int, int] = {}
     for i, u in enumerate(units):
         if u.row is not None:
-            by_cos, by_share = best_in_thread.setdefault(u.row.thread_key, ([], []))
-            _keep_two(by_cos, (float(cos[i]), i))
-            _keep_two(by_share, (float(share[i]), i))
+            key = u.row.thread_key
+            by_cos, by_share = best_in_thread.setdefault(key, ([], []))
+            _keep_two(by_cos, (cos_of[i], i))
+            _keep_two(by_share, (share_of[i], i))
+            in_thread[key] = in_thread.get(key, 0) + 1
+    seqs_of: dict[int, list[int]] = {}
+    for key, seq in sorted(place):
+        seqs_of.setdefault(key, []).append(seq)
+    near_dense, near_bm25, far_dense, far_bm25 = (column[c] for c in ("near_dense", "near_bm25", "far_dense", "far_bm25"))
+    before_dense, before_bm25 = column["before_dense"], column["before_bm25"]
+    thread_dense, thread_bm25 = column["thread_dense"], column["thread_bm25"]
+    thread_share, local_share = column["thread_share"], column["local_share"]
     for i, u in enumerate(units):
         row = u.row
         if row is None:
             continue
+        key, seq = row.thread_key, row.first_seq
         if u.grain == "turn":
-            for near, d_cos, d_bm25 in ((1, "near_dense", "near_bm25"), (2, "far_dense", "far_bm25")):
-                found = [place[k] for k in ((row.thread_key, row.first_seq - near), (row.thread_key, row.first_seq + near)) if k in place]
+            for near, d_cos, d_bm25 in ((1, near_dense, near_bm25), (2, far_dense, far_bm25)):
+                found = [place[k] for k in ((key, seq - near), (key, seq + near)) if k in place]
                 if found:
-                    x[i, _INDEX[d_cos]] = max(cos[j] for j in found)
-                    x[i, _INDEX[d_bm25]] = max(share[j] for j in found)
-        by_cos, by_share = best_in_thread[row.thread_key]
+                    d_cos[i] = max(cos_of[j] for j in found)
+                    d_bm25[i] = max(share_of[j] for j in found)
+            before = place.get((key, seq - 1))
+            if before is not None:
+                before_dense[i] = cos_of[before]
+                before_bm25[i] = share_of[before]
+            seqs = seqs_of[key]
+            around = bisect.bisect_right(seqs, seq + LOCAL_SEQS) - bisect.bisect_left(seqs, seq - LOCAL_SEQS) - 1
+            local_share[i] = around / (2 * LOCAL_SEQS)
+        by_cos, by_share = best_in_thread[key]
         other_cos = [v for v, j in by_cos if j != i][:1]
         if other_cos:
-            x[i, _INDEX["thread_dense"]] = other_cos[0]
-            x[i, _INDEX["thread_bm25"]] = [v for v, j in by_share if j != i][0]
+            thread_dense[i] = other_cos[0]
+            thread_bm25[i] = [v for v, j in by_share if j != i][0]
+        thread_share[i] = (in_thread[key] - 1) / n
 
     question = asked.is_question
+    named_c, asker, other_side, asks = column["named"], column["asker"], column["other_side"], column["asks"]
+    filler, length, discloses, implicit = column["filler"], column["length"], column["discloses"], column["implicit"]
+    in_time, off_time, tells_when, news = column["in_time"], column["off_time"], column["tells_when"], column["news"]
+    age = column["stale_age" if current else "age"]
+    days: list[float] = [0.0] * n
+    # A pool has a few speakers: what the query says of each is read once.
+    by_speaker: dict[str | None, tuple[float, float, float]] = {}
+    if named is not None:
+        early, late = named.start - TIME_SLACK, named.end + TIME_SLACK
     for i, u in enumerate(units):
+        payload = u.candidate.payload
+        grain = u.candidate.grain
         speaker = u.row.speaker if u.row is not None else None
-        x[i, _INDEX["named"]] = float(asked.names(speaker))
-        x[i, _INDEX["asker"]] = float(asked.said_by(speaker))
-        x[i, _INDEX["other_side"]] = float(asked.other_side(speaker))
+        sides = by_speaker.get(speaker)
+        if sides is None:
+            sides = by_speaker[speaker] = (float(asked.names(speaker)), float(asked.said_by(speaker)),
+                                           float(asked.other_side(speaker)))
+        named_c[i], asker[i], other_side[i] = sides
         if question:
-            x[i, _INDEX["asks"]] = min(1.0, _number(u.field("asks")))
-        words = u.field("words")
-        if isinstance(words, (int, float)) and u.grain != "fact":
-            x[i, _INDEX["filler"]] = 1.0 - min(1.0, max(0.0, float(words)) / FILLER_WORDS)
-            x[i, _INDEX["length"]] = _log_share(float(words), 100.0)
-        x[i, _INDEX["discloses"]] = min(1.0, _number(u.field("discloses")))
-        x[i, _INDEX["implicit"]] = float(u.grain == "fact" and bool(u.field("implicit")))
-        told = _told(u)
+            asks[i] = min(1.0, _number(payload.get("asks")))
+        words = payload.get("words")
+        if isinstance(words, (int, float)) and grain != "fact":
+            filler[i] = 1.0 - min(1.0, max(0.0, float(words)) / FILLER_WORDS)
+            length[i] = float(words)
+        discloses[i] = min(1.0, _number(payload.get("discloses")))
+        implicit[i] = float(grain == "fact" and bool(payload.get("implicit")))
+        told = _told(u) if named is not None or when else None
         if named is not None:
-            inside = u.at is None or named.start - TIME_SLACK <= u.at < named.end + TIME_SLACK
-            tells = told is not None and told[0] < named.end + TIME_SLACK and named.start - TIME_SLACK < told[1]
-            x[i, _INDEX["in_time"]] = float(inside or tells)
-            x[i, _INDEX["off_time"]] = float(not (inside or tells))
+            inside = u.at is None or early <= u.at < late
+            tells = told is not None and told[0] < late and early < told[1]
+            in_time[i] = float(inside or tells)
+            off_time[i] = float(not (inside or tells))
         if when and told is not None:
-            x[i, _INDEX["tells_when"]] = 1.0
+            tells_when[i] = 1.0
         if current:
-            x[i, _INDEX["news"]] = min(1.0, _number(u.field("news")))
+            news[i] = min(1.0, _number(payload.get("news")))
         if u.at is not None:
-            days = max(0.0, (asked.at - u.at).total_seconds() / 86_400)
             # To a question about now, age is staleness (the model holds it to never a
             # merit); to any other message, what the data says of it.
-            x[i, _INDEX["stale_age" if current else "age"]] = _log_share(days, _DAYS)
-        if u.grain in ("fact", "window", "session"):
-            x[i, _INDEX[u.grain]] = 1.0
+            days[i] = max(0.0, (asked.at - u.at).total_seconds() / 86_400)
+            age[i] = 1.0
+        if grain in _GRAIN_FLAGS:
+            column[grain][i] = 1.0
+    for name, values in column.items():
+        x[:, _INDEX[name]] = values
+    said = [u.candidate.payload.get("words") for u in units]
+    has_words = np.array([isinstance(w, (int, float)) and u.grain != "fact" for w, u in zip(said, units)])
+    if has_words.any():
+        x[has_words, _INDEX["length"]] = _log_shares(x[has_words, _INDEX["length"]], 100.0)
+    dated = x[:, _INDEX["stale_age" if current else "age"]] > 0
+    x[dated, _INDEX["stale_age" if current else "age"]] = _log_shares(np.array(days)[dated], _DAYS)
     content = 1.0 - x[:, _INDEX["filler"]]
     x[:, _INDEX["near_dense_content"]] = x[:, _INDEX["near_dense"]] * content
     x[:, _INDEX["dense_filler"]] = cos * x[:, _INDEX["filler"]]
