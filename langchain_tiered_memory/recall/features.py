@@ -221,8 +221,8 @@ def features(units: Sequence[Unit], asked: Asked, named: TimeRange | None, *, cu
     named_c, asker, other_side, asks = column["named"], column["asker"], column["other_side"], column["asks"]
     filler, length, discloses, implicit = column["filler"], column["length"], column["discloses"], column["implicit"]
     in_time, off_time, tells_when, news = column["in_time"], column["off_time"], column["tells_when"], column["news"]
+    # Words and days, raw here: read on their log scales below, a whole column at once.
     age = column["stale_age" if current else "age"]
-    days: list[float] = [0.0] * n
     # A pool has a few speakers: what the query says of each is read once.
     by_speaker: dict[str | None, tuple[float, float, float]] = {}
     if named is not None:
@@ -257,18 +257,15 @@ def features(units: Sequence[Unit], asked: Asked, named: TimeRange | None, *, cu
         if u.at is not None:
             # To a question about now, age is staleness (the model holds it to never a
             # merit); to any other message, what the data says of it.
-            days[i] = max(0.0, (asked.at - u.at).total_seconds() / 86_400)
-            age[i] = 1.0
+            age[i] = max(0.0, (asked.at - u.at).total_seconds() / 86_400)
         if grain in _GRAIN_FLAGS:
             column[grain][i] = 1.0
     for name, values in column.items():
         x[:, _INDEX[name]] = values
-    said = [u.candidate.payload.get("words") for u in units]
-    has_words = np.array([isinstance(w, (int, float)) and u.grain != "fact" for w, u in zip(said, units)])
-    if has_words.any():
-        x[has_words, _INDEX["length"]] = _log_shares(x[has_words, _INDEX["length"]], 100.0)
-    dated = x[:, _INDEX["stale_age" if current else "age"]] > 0
-    x[dated, _INDEX["stale_age" if current else "age"]] = _log_shares(np.array(days)[dated], _DAYS)
+    # A unit with no words or no date holds 0, which its log scale keeps 0.
+    x[:, _INDEX["length"]] = _log_shares(x[:, _INDEX["length"]], 100.0)
+    age_column = _INDEX["stale_age" if current else "age"]
+    x[:, age_column] = _log_shares(x[:, age_column], _DAYS)
     content = 1.0 - x[:, _INDEX["filler"]]
     x[:, _INDEX["near_dense_content"]] = x[:, _INDEX["near_dense"]] * content
     x[:, _INDEX["dense_filler"]] = cos * x[:, _INDEX["filler"]]
