@@ -487,6 +487,10 @@ def test_reading_records_lazily_ranks_exactly_as_reading_them_all(memory, monkey
     memory.flush()
     queries = ["where do I live now?", "what does my sister do", "what do I drink", "tell me about the cat",
                "who works at Acme?", "what happened last week?", "languages"]
+    # One instant for every call: a memory's prior decays with the clock, and on a busy
+    # machine the seconds between the two readings moved a fact's rounded score.
+    instant = datetime.now(timezone.utc)
+    monkeypatch.setattr(memory._parts, "clock", lambda: instant)
 
     def ranked(k: int) -> list[list[tuple[str, str, float]]]:
         return [[(e.grain, e.id, round(e.score, 6)) for e in memory.recall("u", q, k=k, peek=True, grains=grains,
