@@ -558,7 +558,7 @@ def test_edge_optimizes_in_the_background(tmp_path):
     with EdgeBackend(tmp_path / "m", DIM, EMB.model_id, optimize_after=40) as backend:
         backend.upsert([point(f"memory {i}") for i in range(50)])
         assert backend._optimizer is not None
-        assert len(backend.sparse("memory", mine(), 5)) > 0  # queries are served meanwhile
+        assert len(backend.sparse("memory", mine(), 5)) > 0  # served (once the run lets go of the GIL)
     assert backend._optimizer is not None and not backend._optimizer.is_alive()  # close joined it
 
 
