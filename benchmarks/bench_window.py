@@ -16,6 +16,9 @@ Series, all after ``flush()`` (no extraction job queued or running while timing)
   stored with ``remember_many``: summary, entities, recall over memories and past turns,
   and episodes are all built; each call has a fresh query, so the query embedding is timed
   (and shown apart: the embedder alone on the same queries);
+* bulk load: the 10,000 memories of user ``m`` (``merge=False``: they are the data above),
+  after the thread is indexed, so nothing else is; then ``--bulk`` others with merge checks
+  on, beside the embedding alone of the same texts and ``remember()`` one at a time;
 * idle: the same call with a fresh query, each one after a second of idle (``--idle``), as
   an agent calls it after waiting for its model; the back-to-back series above finds the
   CPU's caches warm, this one does not;
@@ -218,6 +221,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--bulk", type=int, default=2_000, help="items of the bulk load with merge checks on")
     parser.add_argument("--trim-calls", type=int, default=5)
     parser.add_argument("--cold-runs", type=int, default=3)
     parser.add_argument("--idle-calls", type=int, default=30,
@@ -244,10 +248,28 @@ def main() -> None:
             write_thread(memory, "m", "mt", system, messages)
             questions = write_persona(memory, "m")
             t = time.perf_counter()
+            memory.flush()  # the thread indexed first: the bulk load below is timed alone
+            flush_s += time.perf_counter() - t
+            t = time.perf_counter()
             items = facts(args.memories)
             for i in range(0, len(items), 1000):
                 memory.memories.remember_many("m", items[i : i + 1000], merge=False)
             remember_s = time.perf_counter() - t
+            # With merge checks on (each item against the batch and the index), beside the
+            # embedding alone of the same texts and remember() one item at a time.
+            bulk = facts(args.bulk, seed=5)
+            t = time.perf_counter()
+            memory.memories.remember_many("bulk", bulk)
+            bulk_ms = (time.perf_counter() - t) * 1000 / max(1, len(bulk))
+            embedder = memory.admin.embeddings
+            t = time.perf_counter()
+            embedder.embed_documents([f"{b['content']} [again]" for b in bulk])
+            bulk_embed_ms = (time.perf_counter() - t) * 1000 / max(1, len(bulk))
+            singles = facts(50, seed=6)
+            t = time.perf_counter()
+            for item in singles:
+                memory.memories.remember("single", item["content"])
+            single_ms = (time.perf_counter() - t) * 1000 / len(singles)
             t = time.perf_counter()
             memory.flush()
             flush_s += time.perf_counter() - t
@@ -336,7 +358,10 @@ def main() -> None:
     print(f"window: {len(ctx.window):,} messages, {ctx.token_usage.total:,} of {config.context_budget:,} tokens; "
           f"trim_messages keeps {len(trimmed) - 1:,} (same budget, tiktoken via ChatOpenAI)")
     print(f"{args.memories:,} long-term memories stored with remember_many in {remember_s:.1f} s "
-          f"({remember_s * 1000 / max(1, args.memories):.2f} ms each)")
+          f"({remember_s * 1000 / max(1, args.memories):.2f} ms each, merge=False)")
+    print(f"bulk load, merge checks on: remember_many {bulk_ms:.2f} ms per memory ({args.bulk:,} items), the "
+          f"embedding alone {bulk_embed_ms:.2f} ms per text, remember() {single_ms:.2f} ms per item "
+          f"({single_ms / bulk_ms:.1f}x remember_many)")
     print(f"user m: {stats['memories']} memories, {stats['entities']} entities, {stats['episodes']} episodes; "
           "sections: " + ", ".join(f"{s.name} {s.tokens}" for s in ctx_m.sections) + " tokens")
     imports = statistics.median(r["import_ms"] for r in cold_window + cold_sections)

@@ -133,6 +133,23 @@ def test_admin_forget_takes_no_memory_id_and_memories_forget_checks_its_ids(memo
     assert memory.memories.forget("alice", "not-a-uuid")["memories"] == 0
 
 
+def test_a_bulk_load_indexes_what_it_wrote_and_leaves_a_threads_backlog_to_the_jobs(tmp_path):
+    # remember_many costs what it adds: the turns a thread wrote, waiting for the job worker
+    # to index them, are not indexed inside the bulk load's call (nor lost: flush does it).
+    with TieredMemory(tmp_path / "m", MemoryConfig(job_mode="manual"), embeddings=HashingEmbeddings()) as m:
+        for i in range(5):
+            m.after_turn("dana", "d1", [HumanMessage(f"Question {i} about my garden?"), AIMessage(f"Answer {i}.")])
+        waiting = m.admin.stats()["index"]["pending"]
+        assert waiting > 0
+        ids = m.memories.remember_many("dana", [{"content": f"Dana grows {k} in the garden."}
+                                                 for k in ("tomatoes", "beans", "leeks")])
+        assert m.admin.stats()["index"]["pending"] == waiting  # the memories are indexed, the turns wait
+        assert [h.entry.id for h in m.memories.search("dana", "tomatoes", k=1)] == [ids[0]]
+        m.flush()
+        assert m.admin.stats()["index"]["pending"] == 0
+        assert m.recall("dana", "Question 3 about my garden", k=3)
+
+
 async def test_memories_count_is_what_list_pages_through_on_each_backend(make_memory):
     # A real COUNT in SQLite and PostgreSQL: superseded memories included, other users not.
     with make_memory(MemoryConfig(job_mode="inline"), embeddings=HashingEmbeddings()) as m:

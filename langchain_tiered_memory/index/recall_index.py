@@ -276,18 +276,24 @@ class RecallIndex:
         if ids:
             self.backend().delete(list(ids))
 
-    def sync(self, limit: int | None = None, stop: threading.Event | None = None) -> int:
+    def sync(
+        self, limit: int | None = None, stop: threading.Event | None = None,
+        sources: Sequence[UnitSource] | None = None,
+    ) -> int:
         """Index the records that wait for their point; how many were indexed.
 
-        Does nothing (returns 0) while another process holds the shard; stops between
-        batches once ``stop`` is set (the memory is closing: the rest waits for next time).
+        ``sources``: only the records of these (a bulk load indexes what it wrote, and
+        leaves a thread's backlog to the job worker). Does nothing (returns 0) while another
+        process holds the shard; stops between batches once ``stop`` is set (the memory is
+        closing: the rest waits for next time).
         """
         if not self._sources or not self.available():
             return 0
+        chosen = self._sources if sources is None else [s for s in self._sources if s in sources]
         done = 0
         with self._write_lock:
-            drained = True  # every source was read to its end
-            for source in self._sources:
+            drained = len(chosen) == len(self._sources)  # every source was read to its end
+            for source in chosen:
                 while True:
                     if (limit is not None and done >= limit) or (stop is not None and stop.is_set()):
                         drained = False

@@ -133,7 +133,9 @@ class FactLayer:
             return []
         self._storage.results.add_memories(rows)
         if self._index.available():
-            self._index.sync()
+            # What this call wrote (and memories waiting before it): a thread's turns waiting
+            # for their points are the job worker's, and would make a bulk load pay for them.
+            self._index.sync(sources=[self])
         out = [self._resolve(user_id, r.id) for r in rows]
         self._enforce_capacity(user_id, set(out))
         return out
@@ -458,7 +460,7 @@ class FactLayer:
             return entry
         self._storage.memories.update(entry.id, changes, self._now().isoformat())
         if self._index.available():
-            self._index.sync()
+            self._index.sync(sources=[self])
         return self.get(user_id, entry.id)
 
     def page(
