@@ -124,7 +124,7 @@ class RecallLayer:
         if unknown or not wanted:
             raise InvalidInputError(f"grains must be some of {', '.join(GRAINS)}, got {list(wanted)!r}")
         now = self._now()
-        hits = self._search(user_id, query, k, wanted, at or now, since, until, now)
+        hits = self._search(user_id, query, k, wanted, at or now, since, until, now, explain=explain)
         return self._evidence(hits, now, peek=peek, explain=explain)
 
     def _now(self) -> datetime:
@@ -133,7 +133,7 @@ class RecallLayer:
     def _search(
         self, user_id: str, query: str, k: int, grains: Sequence[str], at: datetime,
         since: datetime | None, until: datetime | None, now: datetime,
-        window: tuple[int, int] | None = None, searches: Searches | None = None,
+        window: tuple[int, int] | None = None, searches: Searches | None = None, explain: bool = True,
     ) -> list[Hit]:
         if not query.strip() or not self._has_any(user_id, grains):
             return []
@@ -209,7 +209,7 @@ class RecallLayer:
         return self._ranker.rank(
             user_id, list(found.values()), k, now, named, Asked(query, at, speaker), (window, since, until, said_until),
             lambda ids: self._index.cosines(ids, vector),
-            lambda ids: best_sentences(self._storage.units.sentences(ids), vector),
+            lambda ids: best_sentences(self._storage.units.sentences(ids), vector), explain=explain,
         )
 
     def embedded_text(self, user_id: str, query: str) -> str:
@@ -296,7 +296,7 @@ class RecallLayer:
         window = (thread.key, thread.evicted_through) if thread is not None else None
         hits = self._search(
             request.user_id, query, min(k, 100), DEFAULT_GRAINS, request.at or now, None, None, now, window,
-            request.searches,
+            request.searches, explain=False,
         )
         if not hits:
             return None

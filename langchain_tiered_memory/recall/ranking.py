@@ -129,11 +129,12 @@ class Ranker:
     def rank(
         self, user_id: str, candidates: Sequence[Candidate], k: int, now: datetime, named: TimeRange | None,
         asked: Asked, keep: Keep = (None, None, None, None), cosines: Cosines | None = None,
-        sentences: Sentences | None = None,
+        sentences: Sentences | None = None, explain: bool = True,
     ) -> list[Hit]:
         """The best ``k`` hits among ``candidates``; ``keep`` says which messages a search
         may return (see :data:`Keep`); ``cosines`` reads the neighbours of the best turns
-        that the index did not return."""
+        that the index did not return. ``explain``: each hit's parts name its nonzero
+        features (the context's search shows no parts, and skips them)."""
         units = self._pool(user_id, candidates, keep, cosines, sentences)
         if not units:
             return []
@@ -159,7 +160,7 @@ class Ranker:
             if len(best) == k and pending[0][0] < best[-1].score:
                 break  # nothing unread can reach the k best
             chosen, pending = [i for _, i in pending[:batch]], pending[batch:]
-            named_of = _named_rows(rows[chosen])
+            named_of = _named_rows(rows[chosen]) if explain else [{} for _ in chosen]
             read = [(units[i], float(probability[i]), relevance[i], rows[i], named_of[j]) for j, i in enumerate(chosen)]
             hits.extend(self._facts_of(user_id, [r for r in read if r[0].grain == "fact"], now))
             hits.extend(self._said_of(user_id, [r for r in read if r[0].grain != "fact"], cosines))
