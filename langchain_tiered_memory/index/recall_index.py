@@ -69,8 +69,7 @@ __all__ = ["Embedder", "RecallIndex"]
 
 #: Records indexed per batch (one embedding call, one write).
 BATCH = 64
-#: The vector kilobytes below which a user's points are scanned exactly rather than searched
-#: through their graph (~2,600 384-d points).
+#: Vector KB below which a user's points are scanned, not searched by graph (~2,600 points).
 EDGE_FULL_SCAN_KB = 4_000
 #: How the embedded index opens its shard (see RecallIndex.backend).
 EDGE_TUNING: dict[str, Any] = {
@@ -276,17 +275,12 @@ class RecallIndex:
         if ids:
             self.backend().delete(list(ids))
 
-    def sync(
-        self, limit: int | None = None, stop: threading.Event | None = None,
-        sources: Sequence[UnitSource] | None = None,
-    ) -> int:
-        """Index the records that wait for their point; how many were indexed.
-
-        ``sources``: only the records of these (a bulk load indexes what it wrote, and
-        leaves a thread's backlog to the job worker). Does nothing (returns 0) while another
-        process holds the shard; stops between batches once ``stop`` is set (the memory is
-        closing: the rest waits for next time).
-        """
+    def sync(self, limit: int | None = None, stop: threading.Event | None = None,
+             sources: Sequence[UnitSource] | None = None) -> int:
+        """Index the records that wait for their point (only those of ``sources``, if given:
+        a bulk load leaves a thread's backlog to the job worker); how many were indexed.
+        Does nothing while another process holds the shard; stops between batches once
+        ``stop`` is set (the memory is closing: the rest waits for next time)."""
         if not self._sources or not self.available():
             return 0
         chosen = self._sources if sources is None else [s for s in self._sources if s in sources]
