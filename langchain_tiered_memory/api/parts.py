@@ -79,6 +79,10 @@ class Parts:
         self.config = config
         self.model = model
         self.embeddings = embeddings
+        # A manual memory runs nothing and writes nothing on its own: it may be a look.
+        manual = config.job_mode == "manual"
+        if not manual:
+            self._load_embeddings()  # in the background while the rest opens
         self.counter = make_counter(token_counter)
         self.clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self._extractor: Extractor | None = None
@@ -86,8 +90,6 @@ class Parts:
         self.closers: list[Callable[[], None]] = []
         if model is not None and not isinstance(model, BaseChatModel):
             self.extractor  # noqa: B018 - an Extractor is used as is; anything else is refused now, not in every job
-        # A manual memory runs nothing and writes nothing on its own: it may be a look.
-        manual = config.job_mode == "manual"
         self.storage = open_storage(
             data_dir, database_url, server=qdrant_url is not None or qdrant_client is not None,
             decay=config.decay, pool_min=pool_min, pool_max=pool_max, rekeep=not manual,
@@ -245,6 +247,15 @@ class Parts:
         if not isinstance(self.embeddings, CachedQueryEmbeddings):
             self.embeddings = CachedQueryEmbeddings(self.embeddings)
         return self.embeddings
+
+    def _load_embeddings(self) -> None:
+        """Start loading the local embedding model, if it is the one in use (a model behind
+        an API is never called unasked): the first turn then finds it loaded."""
+        from ..embeddings import MiniLMEmbeddings
+
+        inner = getattr(self.query_cached(), "inner", None)
+        if isinstance(inner, MiniLMEmbeddings):
+            inner.load_in_background()
 
     def enqueue_episode(self, thread: ThreadRow, last_seq: int, *, revive: bool = False) -> None:
         """Journal the episode job of ``thread``'s messages through ``last_seq``."""

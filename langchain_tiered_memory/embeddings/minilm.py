@@ -160,6 +160,18 @@ class MiniLMEmbeddings(Embeddings):
             f"fused={self.fused})"
         )
 
+    def load_in_background(self) -> None:
+        """Start loading the model (and run it once) in a thread, so that the first embedding
+        does not wait for it: a memory opening its tokenizer, database and index meanwhile
+        (onnxruntime loads with the GIL released) saves the ~0.3 s load on its first turn.
+        An embedding asked for meanwhile waits for this load; a failed load is left to it
+        (it raises). Does nothing once loaded."""
+        if self._session is None:
+            from .background import in_background
+
+            # The first run allocates the runtime's buffers: done here too.
+            in_background("embeddings", lambda: self._embed(["warm up"]))
+
     def _load(self) -> tuple[Any, Any]:
         session = self._session
         if session is not None:

@@ -353,23 +353,23 @@ class RecallIndex:
         since: Any = None,
         until: Any = None,
         news: bool = False,
+        fields: Sequence[str] = CANDIDATE_FIELDS,
     ) -> list[Candidate]:
         """The user's units best matching ``query`` by either leg, with both legs' scores
-        (``news``: only turns and windows whose people tell of a change or of the present).
-
-        A unit found by BM25 alone gets its cosine computed from its stored vector, so every
-        candidate has a dense score to fuse.
+        (``news``: only turns and windows whose people tell of a change or of the present;
+        ``fields``: the payload they carry, none leaves their grain blank). A unit found by
+        BM25 alone gets its cosine from its stored vector: every candidate has both to fuse.
         """
         where = self.where(user_id, grains, memory_types, min_importance, current_only, since, until, news)
-        return self.candidates_many([Probe(query, vector, where, limit)])[0]
+        return self.candidates_many([Probe(query, vector, where, limit)], fields)[0]
 
-    def candidates_many(self, probes: Sequence[Probe]) -> list[list[Candidate]]:
+    def candidates_many(self, probes: Sequence[Probe], fields: Sequence[str] = CANDIDATE_FIELDS) -> list[list[Candidate]]:
         """:meth:`candidates` of each probe, in one trip to the engine whatever their
         number: every probe's two legs, and the cosines of the units BM25 found, in one
         batch."""
         if not probes:
             return []
-        found = self.backend().hybrid_many([(p.vector, p.query, p.where, p.limit) for p in probes], CANDIDATE_FIELDS)
+        found = self.backend().hybrid_many([(p.vector, p.query, p.where, p.limit) for p in probes], fields)
         out: list[list[Candidate]] = []
         for hits in found:
             by_id: dict[str, Candidate] = {h.id: candidate_of(h, h.score, None) for h in hits.dense}
