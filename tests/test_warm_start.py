@@ -20,7 +20,7 @@ from langchain_tiered_memory.embeddings import minilm
 memory = TieredMemory(sys.argv[1], MemoryConfig(job_mode=sys.argv[2]))
 inner = memory._parts.query_cached().inner
 if sys.argv[3] == "wait":
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + float(sys.argv[4])
     while inner._session is None and time.monotonic() < deadline:
         time.sleep(0.05)
     print("LOADED" if inner._session is not None else "NOT LOADED", flush=True)
@@ -30,9 +30,9 @@ else:
 """
 
 
-def _run(tmp_path: Path, mode: str, how: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, mode: str, how: str, wait_s: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "m"), mode, how],
+    return subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "m"), mode, how, str(wait_s)],
                           capture_output=True, text=True, env=env, timeout=180)
 
 
@@ -44,10 +44,7 @@ def test_opening_a_memory_loads_the_local_model_before_any_embedding(tmp_path):
 
 def test_a_manual_memory_loads_no_model_on_its_own(tmp_path):
     # Manual mode is a look (the inspector, a script reading): it starts nothing.
-    probe = PROBE.replace("deadline = time.monotonic() + 60", "deadline = time.monotonic() + 2")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "m"), "manual", "wait"],
-                          capture_output=True, text=True, env=env, timeout=180)
+    proc = _run(tmp_path, "manual", "wait", wait_s=2)
     assert proc.returncode == 0, proc.stderr
     assert "NOT LOADED" in proc.stdout
 
